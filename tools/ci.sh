@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: every config of .bazelrc that the
+# project supports, then a per-config summary. Exit status is non-zero if
+# any config failed.
+#
+#   bash tools/setup.sh && bash tools/ci.sh          # everything
+#   bash tools/ci.sh host tsan                        # chosen configs only
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+# name | bazel arguments | targets
+CONFIGS=(
+  "host||//..."
+  "tsan|--config=tsan|//..."
+  "tsan-clang|--config=tsan-clang|//..."
+  "seqcount|--config=seqcount|//..."
+  "tsan-seqcount|--config=tsan-seqcount|//..."
+  "aarch64|--config=aarch64 --test_tag_filters=-model,-benchmark|//..."
+  "aarch64-tsan|--config=aarch64-tsan --test_tag_filters=qemu_tsan|//..."
+  "armhf|--config=armhf --test_tag_filters=-model,-benchmark|//..."
+  "i686|--config=i686 --test_tag_filters=-model,-benchmark|//..."
+)
+
+wanted=("$@")
+declare -a summary
+total_passed=0
+total_failed=0
+status=0
+start_all=$(date +%s)
+
+for entry in "${CONFIGS[@]}"; do
+  IFS='|' read -r name args targets <<<"$entry"
+  if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " =~ " ${name} " ]]; then
+    continue
+  fi
+  echo "=== config ${name}: bazel test ${args} ${targets}"
+  log=$(mktemp)
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  bazel test --build_tests_only --test_summary=short ${args} -- ${targets} 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  secs=$(($(date +%s) - start))
+  passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+  failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
+  # Bazel exits 4 when no test matched: count it as a failure of the config,
+  # since every config is meant to run tests.
+  if [ "$rc" -ne 0 ] || [ "$passed" -eq 0 ]; then
+    status=1
+    verdict=FAILED
+    [ "$failed" -eq 0 ] && failed=1
+  else
+    verdict=ok
+  fi
+  rm -f "$log"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+  summary+=("$(printf '%-14s %-6s %4d passed %4d failed %5ds' "$name" "$verdict" "$passed" "$failed" "$secs")")
+done
+
+echo
+echo "=== per-config summary"
+printf '%s\n' "${summary[@]}"
+echo "total time: $(($(date +%s) - start_all))s"
+echo "ci: ${total_passed} passed, ${total_failed} failed"
+exit "$status"
