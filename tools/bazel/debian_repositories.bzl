@@ -68,7 +68,7 @@ def percpu_debian_repositories():
     native.new_local_repository(
         name = "doctest",
         path = "/usr/include/doctest",
-        build_file = "//third_party:doctest.BUILD",
+        build_file = str(Label("//third_party:doctest.BUILD")),
     )
 
     # Header-only Boost.Atomic (boost::atomic_ref for C++17 builds), from
@@ -77,7 +77,7 @@ def percpu_debian_repositories():
     native.new_local_repository(
         name = "boost",
         path = "/usr/include/boost",
-        build_file = "//third_party:boost.BUILD",
+        build_file = str(Label("//third_party:boost.BUILD")),
     )
 
     # Google Benchmark from libbenchmark-dev (host only: bench/ runs on the
@@ -85,5 +85,5 @@ def percpu_debian_repositories():
     native.new_local_repository(
         name = "benchmark",
         path = "/usr",
-        build_file = "//third_party:benchmark.BUILD",
+        build_file = str(Label("//third_party:benchmark.BUILD")),
     )
