@@ -19,6 +19,10 @@ CONFIGS=(
   "aarch64-tsan|--config=aarch64-tsan --test_tag_filters=qemu_tsan|//..."
   "armhf|--config=armhf --test_tag_filters=-model,-benchmark|//..."
   "i686|--config=i686 --test_tag_filters=-model,-benchmark|//..."
+  "asan|--config=asan|//..."
+  "ubsan|--config=ubsan|//..."
+  # A separate workspace that depends on percpu as a user's would.
+  "consumer|@examples/consumer|//..."
 )
 
 wanted=("$@")
@@ -36,8 +40,14 @@ for entry in "${CONFIGS[@]}"; do
   echo "=== config ${name}: bazel test ${args} ${targets}"
   log=$(mktemp)
   start=$(date +%s)
-  # shellcheck disable=SC2086
-  bazel test --build_tests_only --test_summary=short ${args} -- ${targets} 2>&1 | tee "$log"
+  if [[ "$args" == @* ]]; then
+    # Another workspace: its own Bazel server, shut down afterwards.
+    (cd "${args#@}" && bazel test --test_summary=short -- ${targets} &&
+      bazel shutdown) 2>&1 | tee "$log"
+  else
+    # shellcheck disable=SC2086
+    bazel test --build_tests_only --test_summary=short ${args} -- ${targets} 2>&1 | tee "$log"
+  fi
   rc=${PIPESTATUS[0]}
   secs=$(($(date +%s) - start))
   passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
