@@ -62,7 +62,12 @@ struct SeqCountRecipe {
   static constexpr std::memory_order kReadRetryFence =
       std::memory_order_acquire;
   // A reader that starts inside a write section waits for it to end.
+#if defined(PERCPU_PLANTED_BUG_SEQCOUNT_READER_IGNORES_ODD)
+  // Planted bug (--config=planted-bug): proves the stress suite can fail.
+  static constexpr bool kReaderWaitsForEven = false;
+#else
   static constexpr bool kReaderWaitsForEven = true;
+#endif
 };
 
 }  // namespace internal

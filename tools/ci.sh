@@ -8,7 +8,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# name | bazel arguments | targets
+# name | bazel arguments | targets. Arguments starting with '@' name another
+# workspace to test; a name starting with '!' is a check that must FAIL (a
+# planted bug the stress tests have to catch).
 CONFIGS=(
   "host||//..."
   "tsan|--config=tsan|//..."
@@ -21,6 +23,7 @@ CONFIGS=(
   "i686|--config=i686 --test_tag_filters=-model,-benchmark|//..."
   "asan|--config=asan|//..."
   "ubsan|--config=ubsan|//..."
+  "!planted-bug|--config=planted-bug --test_env=STRESS_DURATION_MS=4000|//stress:u64_stats_stress"
   # A separate workspace that depends on percpu as a user's would.
   "consumer|@examples/consumer|//..."
 )
@@ -34,6 +37,11 @@ start_all=$(date +%s)
 
 for entry in "${CONFIGS[@]}"; do
   IFS='|' read -r name args targets <<<"$entry"
+  expect_failure=0
+  if [[ "$name" == !* ]]; then
+    expect_failure=1
+    name=${name#!}
+  fi
   if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " =~ " ${name} " ]]; then
     continue
   fi
@@ -54,7 +62,19 @@ for entry in "${CONFIGS[@]}"; do
   failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
   # Bazel exits 4 when no test matched: count it as a failure of the config,
   # since every config is meant to run tests.
-  if [ "$rc" -ne 0 ] || [ "$passed" -eq 0 ]; then
+  if ((expect_failure)); then
+    # Bazel exits 3 when tests ran and some failed: the planted bug was
+    # caught. Anything else (passed, or did not build) fails the check.
+    if [ "$rc" -eq 3 ] && [ "$failed" -gt 0 ]; then
+      verdict="ok (failed as expected)"
+      passed=1
+    else
+      status=1
+      verdict="FAILED (the planted bug was not caught)"
+      passed=0
+    fi
+    failed=$((1 - passed))
+  elif [ "$rc" -ne 0 ] || [ "$passed" -eq 0 ]; then
     status=1
     verdict=FAILED
     [ "$failed" -eq 0 ] && failed=1
