@@ -95,6 +95,7 @@ class StatusOr {
   T&& value() && { return std::move(value_); }
   T& operator*() & { return value_; }
   const T& operator*() const& { return value_; }
+  T&& operator*() && { return std::move(value_); }
   T* operator->() { return &value_; }
   const T* operator->() const { return &value_; }
 

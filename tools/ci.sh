@@ -17,6 +17,7 @@ CONFIGS=(
   "tsan-clang|--config=tsan-clang|//..."
   "seqcount|--config=seqcount|//..."
   "tsan-seqcount|--config=tsan-seqcount|//..."
+  "norseq|--config=norseq|//..."
   "aarch64|--config=aarch64 --test_tag_filters=-model,-benchmark|//..."
   "aarch64-tsan|--config=aarch64-tsan --test_tag_filters=qemu_tsan|//..."
   "armhf|--config=armhf --test_tag_filters=-model,-benchmark|//..."

@@ -1,0 +1,235 @@
+// The restartable sequence (rseq) that adds to "this CPU's" 64-bit slot, as
+// inline asm for x86_64 and little-endian aarch64, and its sched_getcpu()
+// fallback. Internal: use primitives/cpu_slot.h.
+//
+// The sequence (docs/writers.md walks through it step by step):
+//
+//   restart:  rseq->rseq_cs = &descriptor          (arms the section)
+//   start_ip: cpu = rseq->cpu_id                   (kernel-maintained)
+//             if (cpu >= n) goto out               (no side effect yet)
+//             addr = base + cpu * stride
+//             tmp = *addr; tmp += v
+//             *addr = tmp                          (the single commit store)
+//   post_commit_ip:
+//   ...
+//   <RSEQ_SIG> abort_ip: goto restart              (kernel jumps here)
+//
+// If the thread is preempted, migrated or signalled between start_ip and
+// post_commit_ip, the kernel, on its way back to user space, clears
+// rseq->rseq_cs and moves the instruction pointer to abort_ip; the sequence
+// then starts over and reads the (possibly new) CPU id again. The commit is
+// one store instruction: it either has not executed (restart, nothing
+// written) or has executed on the CPU whose id was read, uninterrupted since
+// the read. Hence every slot has at most one writer at any time -- the
+// thread currently running on that CPU -- and the load/add/store needs no
+// lock prefix, exactly like the kernel's this_cpu_add().
+//
+// The descriptor (struct rseq_cs: u32 version, u32 flags, u64 start_ip,
+// u64 post_commit_offset, u64 abort_ip; 32-byte aligned) lives in section
+// __rseq_cs. Its address is also listed in __rseq_cs_ptr_array, and the early
+// exit in __rseq_exit_point_array, the conventions debuggers use to find
+// rseq sections. Each inlined copy of the asm gets its own descriptor; the
+// "?" section flag puts the descriptor (and the x86 abort stub) in the same
+// COMDAT group as the function that contains the asm, so the linker discards
+// them together with a discarded duplicate of an inline function.
+//
+// The thread's struct rseq is glibc's registration (glibc >= 2.35 registers
+// every thread and exports __rseq_offset/__rseq_size); this library never
+// registers its own. This code must only run when CurrentWriterMode() is
+// kRseq (see primitives/rseq.h); it is not model-checkable (inline asm and
+// kernel restarts are outside the C++ memory model), see docs/writers.md.
+#ifndef PERCPU_PRIMITIVES_INTERNAL_RSEQ_ASM_H_
+#define PERCPU_PRIMITIVES_INTERNAL_RSEQ_ASM_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "primitives/internal/atomic.h"
+
+#if !defined(PERCPU_NO_RSEQ) && !defined(PERCPU_MODEL_CHECK) && \
+    defined(__linux__) &&                                          \
+    (defined(__x86_64__) ||                                        \
+     (defined(__aarch64__) && !defined(__AARCH64EB__)))
+#if defined(__has_include)
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#if defined(RSEQ_SIG)
+#define PERCPU_HAVE_RSEQ_ASM 1
+#endif
+#endif
+#endif
+#endif
+#if !defined(PERCPU_HAVE_RSEQ_ASM)
+#define PERCPU_HAVE_RSEQ_ASM 0
+#endif
+
+#if !defined(PERCPU_MODEL_CHECK)
+#include <sched.h>
+#endif
+
+// Test hooks (x86_64 only, like librseq's RSEQ_INJECT_ASM): asm text placed
+// between the slot load and the commit store, extra clobbers for it, and asm
+// text run on every abort before the restart. Empty in every real build;
+// only rseq_inject_test.cc defines them, to widen the window and count
+// kernel restarts.
+#if !defined(PERCPU_RSEQ_INJECT_ASM)
+#define PERCPU_RSEQ_INJECT_ASM ""
+#define PERCPU_RSEQ_INJECT_CLOBBERS
+#define PERCPU_RSEQ_INJECT_ABORT ""
+#endif
+
+namespace percpu {
+namespace internal {
+
+// Field offsets of the kernel's struct rseq (include/uapi/linux/rseq.h).
+inline constexpr int kRseqCpuIdOffset = 4;  // u32 cpu_id
+inline constexpr int kRseqCsOffset = 8;     // u64 rseq_cs
+
+// Slot `cpu` of a CPU-major array: base + cpu * stride bytes.
+inline Atomic<uint64_t>* SlotAt(uintptr_t base, size_t stride, uint32_t cpu) {
+  return reinterpret_cast<Atomic<uint64_t>*>(base + size_t{cpu} * stride);
+}
+
+#if PERCPU_HAVE_RSEQ_ASM
+
+// Adds v to slot[cpu] (slot = base + cpu * stride) for the CPU this thread
+// runs on, inside a restartable sequence. Returns the CPU id used; a value
+// >= n means the id was out of range (or rseq is not registered for this
+// thread: cpu_id is then (u32)-1 or (u32)-2) and NOTHING was added.
+// Precondition: CurrentWriterMode() == kRseq; every writer of these slots
+// uses this function (never an atomic RMW at the same time).
+inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
+                           uint64_t v) {
+  uint32_t cpu;
+  uint64_t tmp;
+  uintptr_t addr;
+#if defined(__x86_64__)
+  // The rseq area is at %fs:__rseq_offset (the thread pointer is %fs base).
+  const intptr_t off = __rseq_offset;
+  __asm__ __volatile__(
+      // struct rseq_cs {version 0, flags 0, start_ip, post_commit_offset,
+      // abort_ip}, 32-byte aligned.
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 5f\n\t"
+      ".popsection\n\t"
+      // restart: rseq->rseq_cs = &descriptor.
+      "0:\n\t"
+      "leaq 3b(%%rip), %[tmp]\n\t"
+      "movq %[tmp], %%fs:8(%[off])\n\t"
+      // start_ip: cpu = rseq->cpu_id; bounds check before any side effect.
+      "1:\n\t"
+      "movl %%fs:4(%[off]), %k[cpu]\n\t"
+      "cmpl %k[n], %k[cpu]\n\t"
+      "jae 5f\n\t"
+      "movl %k[cpu], %k[addr]\n\t"
+      "imulq %[stride], %[addr]\n\t"
+      "addq %[base], %[addr]\n\t"
+      "movq (%[addr]), %[tmp]\n\t"
+      "addq %[v], %[tmp]\n\t"
+      PERCPU_RSEQ_INJECT_ASM
+      // Commit: the single store.
+      "movq %[tmp], (%[addr])\n\t"
+      // post_commit_ip.
+      "2:\n\t"
+      // Abort handler, preceded by the signature the kernel checks
+      // (bytes 0f b9 3d make it decode as "ud1 sig(%rip), %edi").
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_INJECT_ABORT
+      "jmp 0b\n\t"
+      ".popsection\n\t"
+      "5:\n\t"
+      : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
+      : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
+        [v] "r"(v)
+      : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS);
+  static_assert(RSEQ_SIG == 0x53053053, "x86 rseq signature");
+#elif defined(__aarch64__)
+  char* const rseq =
+      static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+  __asm__ __volatile__(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 5f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "adrp %[tmp], 3b\n\t"
+      "add %[tmp], %[tmp], :lo12:3b\n\t"
+      "str %[tmp], [%[rseq], #8]\n\t"
+      "1:\n\t"
+      "ldr %w[cpu], [%[rseq], #4]\n\t"
+      "cmp %w[cpu], %w[n]\n\t"
+      "b.hs 5f\n\t"
+      // The 32-bit load zero-extended cpu into the x register.
+      "madd %[addr], %x[cpu], %[stride], %[base]\n\t"
+      "ldr %[tmp], [%[addr]]\n\t"
+      "add %[tmp], %[tmp], %[v]\n\t"
+      "str %[tmp], [%[addr]]\n\t"
+      "2:\n\t"
+      "b 5f\n\t"
+      // Signature (BRK #0x45e0), then the abort handler.
+      ".inst 0xd428bc00\n\t"
+      "4:\n\t"
+      "b 0b\n\t"
+      "5:\n\t"
+      : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
+      : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
+        [v] "r"(v)
+      : "memory", "cc");
+  static_assert(RSEQ_SIG == 0xd428bc00, "aarch64 little-endian rseq signature");
+#endif
+  return cpu;
+}
+
+// The current thread's rseq cpu_id field as a signed value: >= 0 when the
+// thread is registered, -1 (uninitialized) or -2 (registration failed).
+// Precondition: __rseq_size > 0.
+inline int32_t RseqCpuIdOfThisThread() {
+  const char* const rseq =
+      static_cast<const char*>(__builtin_thread_pointer()) + __rseq_offset;
+  // The kernel updates this field; a volatile 32-bit load has single-copy
+  // atomicity (the ABI's "READ_ONCE").
+  return *reinterpret_cast<const volatile int32_t*>(rseq + kRseqCpuIdOffset);
+}
+
+#endif  // PERCPU_HAVE_RSEQ_ASM
+
+#if !defined(PERCPU_MODEL_CHECK)
+// Fallback: several threads may hit the same CPU's slot (sched_getcpu() is
+// stale as soon as it returns), so the add must be an atomic RMW. Returns
+// the CPU id used; a value >= n (including (u32)-1 when sched_getcpu fails)
+// means nothing was added.
+inline uint32_t FallbackAddU64(uintptr_t base, size_t stride, uint32_t n,
+                               uint64_t v) {
+  const uint32_t cpu = static_cast<uint32_t>(sched_getcpu());
+  if (cpu >= n) return cpu;
+  // Relaxed suffices: atomicity alone makes concurrent adds exact; readers
+  // want no ordering with other data (a statistics counter).
+  SlotAt(base, stride, cpu)->fetch_add(v, std::memory_order_relaxed);
+  return cpu;
+}
+#endif
+
+}  // namespace internal
+}  // namespace percpu
+
+#endif  // PERCPU_PRIMITIVES_INTERNAL_RSEQ_ASM_H_

@@ -1,0 +1,203 @@
+#include "primitives/per_thread.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+namespace percpu {
+
+struct PerThreadCounter::Chunk {
+  static constexpr uint32_t kSlots = 8;
+  internal::PerThreadSlot slots[kSlots];
+  Chunk* next = nullptr;  // immutable once the chunk is published
+};
+
+namespace {
+
+struct Record {
+  uint64_t serial = 0;  // 0: id free
+  PerThreadCounter* counter = nullptr;
+};
+
+void ThreadExit(void* p);
+
+// Process-wide registry of live counters. Leaked on purpose: threads may
+// exit (and run ThreadExit) during or after static destruction.
+struct Registry {
+  std::mutex mu;
+  std::vector<Record> records;  // indexed by counter id
+  std::vector<uint32_t> free_ids;
+  uint64_t next_serial = 1;
+  pthread_key_t key{};
+  // If pthread_key_create failed, exit folds never run: slots stay owned
+  // (and summed) until the counter dies -- exact, only without reuse.
+  bool key_ok = false;
+};
+
+Registry& GetRegistry() {
+  static Registry* const r = [] {
+    Registry* reg = new Registry;
+    reg->key_ok = pthread_key_create(&reg->key, &ThreadExit) == 0;
+    return reg;
+  }();
+  return *r;
+}
+
+}  // namespace
+
+// Gives the registry functions access to the counter's private state.
+struct PerThreadCounterAccess {
+  // Precondition: registry mutex held.
+  static internal::PerThreadSlot* AcquireSlot(PerThreadCounter* c) {
+    internal::PerThreadSlot* s;
+    if (!c->free_slots_.empty()) {
+      s = c->free_slots_.back();
+      c->free_slots_.pop_back();
+    } else {
+      // Relaxed: chunks_ is only stored under the registry mutex, which we
+      // hold.
+      PerThreadCounter::Chunk* head =
+          c->chunks_.load(std::memory_order_relaxed);
+      if (head == nullptr || c->chunk_used_ == PerThreadCounter::Chunk::kSlots) {
+        auto* chunk = new PerThreadCounter::Chunk;
+        chunk->next = head;
+        // Release: publishes the zeroed slots and chunk->next to Sum().
+        c->chunks_.store(chunk, std::memory_order_release);  // Pairs with: acquire load of chunks_ in Sum().
+        head = chunk;
+        c->chunk_used_ = 0;
+      }
+      s = &head->slots[c->chunk_used_++];
+      ++c->slots_created_;
+    }
+    ++c->slots_in_use_;
+    return s;
+  }
+
+  // Precondition: registry mutex held; the calling thread owns `slot`.
+  static void FoldAndRelease(PerThreadCounter* c,
+                             internal::PerThreadSlot* slot) {
+    internal::PerThreadExitFold(c->seq_, c->acc_, slot->value);
+    c->free_slots_.push_back(slot);
+    --c->slots_in_use_;
+  }
+};
+
+namespace {
+
+// The pthread-key destructor: runs on the exiting thread after its C++
+// thread_local destructors. The thread is still the only writer of its
+// slots, so it folds them itself.
+void ThreadExit(void* p) {
+  auto* st = static_cast<internal::PerThreadState*>(p);
+  if (st == nullptr) return;
+  Registry& r = GetRegistry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (uint32_t id = 0; id < st->capacity; ++id) {
+      const internal::PerThreadEntry& e = st->entries[id];
+      if (e.slot == nullptr) continue;
+      // A counter destroyed since (or an id reused by a newer counter) has
+      // a different serial: its memory is gone, do not touch e.slot.
+      if (id < r.records.size() && r.records[id].serial == e.serial) {
+        PerThreadCounterAccess::FoldAndRelease(r.records[id].counter, e.slot);
+      }
+    }
+  }
+  if (internal::TlsPerThreadState() == st) {
+    internal::TlsPerThreadState() = nullptr;
+  }
+  delete st;
+}
+
+}  // namespace
+
+PerThreadCounter::PerThreadCounter() {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!r.free_ids.empty()) {
+    id_ = r.free_ids.back();
+    r.free_ids.pop_back();
+  } else {
+    id_ = static_cast<uint32_t>(r.records.size());
+    r.records.emplace_back();
+  }
+  serial_ = r.next_serial++;
+  r.records[id_] = Record{serial_, this};
+}
+
+PerThreadCounter::~PerThreadCounter() {
+  Registry& r = GetRegistry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    // From now on no exit hook folds into this counter, and no thread's
+    // entry (serial_) matches a live record.
+    r.records[id_] = Record{};
+    r.free_ids.push_back(id_);
+    magic_ = kDeadMagic;
+  }
+  // Relaxed: no other thread may use the counter any more (contract).
+  Chunk* c = chunks_.load(std::memory_order_relaxed);
+  while (c != nullptr) {
+    Chunk* next = c->next;
+    delete c;
+    c = next;
+  }
+}
+
+void PerThreadCounter::AddSlow(uint64_t delta) {
+  Registry& r = GetRegistry();
+  internal::PerThreadState* st = internal::TlsPerThreadState();
+  internal::PerThreadSlot* slot;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (st == nullptr) {
+      st = new internal::PerThreadState;
+      internal::TlsPerThreadState() = st;
+      if (r.key_ok) pthread_setspecific(r.key, st);
+    }
+    if (id_ >= st->capacity) {
+      const size_t n = std::max<size_t>(
+          {size_t{id_} + 1, size_t{st->capacity} * 2, size_t{8}});
+      st->storage.resize(n);
+      st->entries = st->storage.data();
+      st->capacity = static_cast<uint32_t>(n);
+    }
+    internal::PerThreadEntry& e = st->entries[id_];
+    if (e.serial != serial_) {
+      // The entry is empty or belongs to a destroyed counter that had the
+      // same id: take a slot of this counter.
+      e.slot = PerThreadCounterAccess::AcquireSlot(this);
+      e.serial = serial_;
+    }
+    slot = e.slot;
+  }
+  internal::PerThreadOwnerAdd(slot->value, delta);
+}
+
+uint64_t PerThreadCounter::Sum() const {
+  return internal::PerThreadSum(seq_, acc_, [this](auto&& f) {
+    for (const Chunk* c = chunks_.load(std::memory_order_acquire);  // Pairs with: release store of chunks_ in AcquireSlot().
+         c != nullptr; c = c->next) {
+      for (const internal::PerThreadSlot& s : c->slots) f(s.value);
+    }
+  });
+}
+
+size_t PerThreadCounter::SlotsCreated() const {
+  std::lock_guard<std::mutex> lock(GetRegistry().mu);
+  return slots_created_;
+}
+
+size_t PerThreadCounter::SlotsInUse() const {
+  std::lock_guard<std::mutex> lock(GetRegistry().mu);
+  return slots_in_use_;
+}
+
+uint64_t PerThreadCounter::ExitedTotal() const {
+  // Relaxed: a single diagnostic value.
+  return acc_.load(std::memory_order_relaxed);
+}
+
+}  // namespace percpu

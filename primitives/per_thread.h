@@ -1,0 +1,212 @@
+// PerThreadCounter: a 64-bit statistics counter with one slot per thread --
+// the single-writer counter without rseq. The per-thread domain is to
+// threads what the per-CPU domain is to CPUs: a thread's slot has exactly
+// one writer (the thread), so its hot path is a relaxed load and a relaxed
+// store, no lock prefix; and thread exit is this domain's CPU hotplug: the
+// exiting thread's count is folded into the counter's accumulator.
+//
+//   PerThreadCounter c;
+//   c.Add(1);             // any thread; first use per thread registers a slot
+//   uint64_t n = c.Sum(); // any thread: accumulator + all slots
+//
+// Hot path after a thread's first Add() on a counter: one TLS load, a bounds
+// check, a generation compare, a relaxed load and a relaxed store.
+//
+// Exit fold (docs/writers.md has the proof and the ordering table): at
+// thread exit (a pthread-key destructor, which runs after the thread's C++
+// thread_local destructors) the thread, still the only writer of its slot,
+// runs inside the counter's SeqCount write section
+//     acc += slot; slot = 0;
+// and returns the slot to the counter's free list for reuse by a later
+// thread. Sum() reads acc and every slot inside a read section and retries
+// if a fold overlapped, so an exiting thread's count is seen exactly once:
+// never lost, never double counted (folly's ThreadCachedInt can do either).
+// Folds are serialized by the registry mutex (the seqcount's single-writer
+// contract); readers never block the writers' hot path.
+//
+// Memory-ordering contract:
+//   * Sum() returns acc + the slots as of some moment of every fold: no
+//     exited thread is counted twice or missed. Adds by live threads are
+//     relaxed: Sum() sees each thread's adds in program order (per thread,
+//     monotonic), but no ordering with other data is implied, and it is not
+//     a snapshot across threads. A Sum() that happens after a thread's
+//     last Add() (e.g. after joining it) includes that Add().
+//   * Values wrap modulo 2^64.
+//
+// Usage constraints:
+//   * Add() from a signal handler: NOT safe on a thread's first Add() to a
+//     counter (it allocates and takes a mutex), and NOT safe if the handler
+//     can interrupt an Add() of the same counter on the same thread (the
+//     interrupted load/store would overwrite the handler's add). Use
+//     CpuSlotCounter (cpu_slot.h), which is async-signal-safe, instead.
+//   * Sum() must not run in a signal handler that interrupts this thread's
+//     exit fold (it would spin); in practice: not from handlers at all
+//     during thread exit.
+//   * Destroying the counter while another thread is inside Add() or Sum()
+//     of it is a contract violation (debug builds catch most late Add()
+//     calls through a poisoned magic number). Destroying it while threads
+//     that used it are still alive is fine: their exit hooks see that the
+//     counter is gone (its generation is no longer registered) and do not
+//     touch its memory.
+//   * An Add() from a thread's C++ thread_local destructor is counted; an
+//     Add() after the thread's pthread-key destructors ran re-registers the
+//     thread (glibc runs key destructors again, up to
+//     PTHREAD_DESTRUCTOR_ITERATIONS rounds).
+//   * The main thread never exits through pthread_exit in most programs;
+//     its slot stays registered until the counter is destroyed (its value is
+//     still summed).
+#ifndef PERCPU_PRIMITIVES_PER_THREAD_H_
+#define PERCPU_PRIMITIVES_PER_THREAD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "primitives/contract.h"
+#include "primitives/internal/atomic.h"
+#include "primitives/seqcount.h"
+
+namespace percpu {
+namespace internal {
+
+// ---- The exit-fold protocol (model-checked by
+// verification/per_thread_model_test.cc with these very functions). ----
+
+// The owner's hot path. Precondition: the calling thread is the slot's only
+// writer.
+inline void PerThreadOwnerAdd(Atomic<uint64_t>& slot, uint64_t delta) {
+  // Relaxed load: the only writer reads its own latest store.
+  const uint64_t v = slot.load(std::memory_order_relaxed);
+  // Relaxed store: no data is published with the count; a fold of this slot
+  // is sequenced after it on the same thread (only the owner folds).
+  slot.store(v + delta, std::memory_order_relaxed);
+}
+
+// Moves the slot's count into acc inside a write section of seq.
+// Preconditions: called by the slot's owner (its only writer) or after the
+// owner is gone; folds of one counter are serialized by the caller.
+inline void PerThreadExitFold(SeqCount& seq, Atomic<uint64_t>& acc,
+                              Atomic<uint64_t>& slot) {
+  seq.WriteBegin();
+  // Relaxed loads/stores: the write section orders them for readers (the
+  // seqcount's release fence/store); the folder is the only writer of the
+  // slot (owner) and of acc (folds are serialized).
+  const uint64_t v = slot.load(std::memory_order_relaxed);
+  acc.store(acc.load(std::memory_order_relaxed) + v,
+            std::memory_order_relaxed);
+  slot.store(0, std::memory_order_relaxed);
+  seq.WriteEnd();
+}
+
+// acc + every slot, consistent with respect to folds. for_each_slot(f) must
+// call f(const Atomic<uint64_t>&) for every slot that may be non-zero
+// (free slots hold 0, so visiting them is harmless).
+template <typename ForEachSlot>
+uint64_t PerThreadSum(const SeqCount& seq, const Atomic<uint64_t>& acc,
+                      ForEachSlot&& for_each_slot) {
+  for (;;) {
+    const uint32_t start = seq.ReadBegin();
+    // Relaxed: inside a seqcount read section (ReadBegin acquire / ReadRetry
+    // fence order these loads).
+    uint64_t total = acc.load(std::memory_order_relaxed);
+    for_each_slot([&total](const Atomic<uint64_t>& s) {
+      // Relaxed: as above.
+      total += s.load(std::memory_order_relaxed);
+    });
+    if (!seq.ReadRetry(start)) return total;
+    SpinPause();
+  }
+}
+
+// ---- Registry plumbing (per_thread.cc). ----
+
+struct alignas(64) PerThreadSlot {
+  Atomic<uint64_t> value{0};
+};
+
+// One entry per counter id in a thread's state. serial identifies the
+// counter incarnation (never reused); slot belongs to that incarnation.
+struct PerThreadEntry {
+  uint64_t serial = 0;
+  PerThreadSlot* slot = nullptr;
+};
+
+struct PerThreadState {
+  PerThreadEntry* entries = nullptr;  // capacity elements
+  uint32_t capacity = 0;
+  std::vector<PerThreadEntry> storage;
+};
+
+// The calling thread's state (nullptr until its first Add()). Constant
+// initialization: no TLS guard on the hot path.
+inline PerThreadState*& TlsPerThreadState() {
+  static thread_local PerThreadState* state = nullptr;
+  return state;
+}
+
+}  // namespace internal
+
+class PerThreadCounter {
+ public:
+  PerThreadCounter();
+  ~PerThreadCounter();
+  PerThreadCounter(const PerThreadCounter&) = delete;
+  PerThreadCounter& operator=(const PerThreadCounter&) = delete;
+
+  // Adds delta (mod 2^64) to the calling thread's slot.
+  void Add(uint64_t delta) {
+#if PERCPU_CONTRACT_CHECKS
+    if (magic_ != kAliveMagic) {
+      internal::ReportContractViolation(
+          "PerThreadCounter::Add: counter used after destruction");
+      return;
+    }
+#endif
+    internal::PerThreadState* st = internal::TlsPerThreadState();
+    if (__builtin_expect(st != nullptr && id_ < st->capacity, 1)) {
+      const internal::PerThreadEntry& e = st->entries[id_];
+      if (__builtin_expect(e.serial == serial_, 1)) {
+        internal::PerThreadOwnerAdd(e.slot->value, delta);
+        return;
+      }
+    }
+    AddSlow(delta);
+  }
+  void Inc() { Add(1); }
+
+  // Accumulator of exited threads + all live slots (see the contract).
+  uint64_t Sum() const;
+
+  // Diagnostics. Slots ever created (<= the maximum number of threads that
+  // used the counter at the same time), and slots now owned by a thread.
+  size_t SlotsCreated() const;
+  size_t SlotsInUse() const;
+  // The accumulated count of exited threads.
+  uint64_t ExitedTotal() const;
+
+ private:
+  friend struct PerThreadCounterAccess;
+  struct Chunk;
+  static constexpr uint32_t kAliveMagic = 0x7e4d0a11u;
+  static constexpr uint32_t kDeadMagic = 0xdead7e4du;
+
+  [[gnu::noinline]] void AddSlow(uint64_t delta);
+
+  uint32_t id_;       // index into every thread's entries (reused)
+  uint32_t magic_ = kAliveMagic;
+  uint64_t serial_;   // this incarnation (never reused)
+  SeqCount seq_;      // write sections: exit folds
+  internal::Atomic<uint64_t> acc_{0};
+  // Singly linked list of slot chunks, newest first; published with a
+  // release store, never shrinks until destruction.
+  internal::Atomic<Chunk*> chunks_{nullptr};
+  // The rest is protected by the registry mutex (per_thread.cc).
+  std::vector<internal::PerThreadSlot*> free_slots_;
+  size_t slots_created_ = 0;
+  size_t slots_in_use_ = 0;
+  uint32_t chunk_used_ = 0;  // slots handed out from the newest chunk
+};
+
+}  // namespace percpu
+
+#endif  // PERCPU_PRIMITIVES_PER_THREAD_H_
