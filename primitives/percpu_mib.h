@@ -1,0 +1,253 @@
+// PerCpuMib<N>: N 64-bit statistics counters per CPU (an SNMP-MIB-like
+// block, the kernel's DEFINE_SNMP_STAT + snmp_fold_field, our own code),
+// made safe across CPU hotplug: when a CPU goes offline its counts are
+// folded into a per-object offline accumulator, so readers visit only the
+// online CPUs and no count is ever lost or counted twice.
+//
+// Layout: one U64StatMib<N> (N U64Stat + one U64StatsSync) per CPU,
+// allocated with the per-CPU allocator, plus N U64Stat accumulators.
+//
+// Writer: Add(cpu, item, delta) updates cpu's block inside its syncp update
+// section (a relaxed load and store per counter on 64-bit targets, plus the
+// seqcount on 32-bit ones). The CPU id is passed explicitly (discovering it
+// with rseq is the writers' part); AddChecked() validates it.
+//
+// Readers: Read(item) (item-major FoldField) and Snapshot()/FoldInto()
+// (cpu-major FoldAll) compute  acc + sum over online CPUs  inside a
+// Topology::hotplug_seq() read section, nesting each CPU's syncp fetch loop
+// on the seqcount path. They never allocate.
+//
+// Hotplug protocol (full ordering table and proof in
+// docs/fold_and_hotplug.md): the fold callback, for kOffline of cpu c, runs
+// inside the hotplug write section before c's online bit is cleared, and
+//     acc[i] += slot_c[i];  slot_c[i] = 0        for every item i
+// (inside slot_c's own syncp update section too). A reader's section either
+// precedes the whole write section (old mask with c, old acc) or follows it
+// (new mask without c, new acc); anything in between retries. When c comes
+// online again its slot is 0, so nothing is counted twice.
+//
+// Memory-ordering contract: counters are relaxed; readers' totals are
+// monotonic (for increasing counters) for a reader thread, across hotplug
+// events; nothing else is ordered by an update.
+//
+// Usage constraints:
+//   * Add(cpu, ...) only from the only writer of `cpu`, while `cpu` is
+//     online. Before Offline(c), c's writers must be quiesced, and that
+//     quiescence must happen-before the Offline() call: the fold callback
+//     then is the slot's only writer, as the kernel's CPUHP dead callbacks
+//     run on a dead CPU. A writer racing the fold may lose its update (the
+//     callback zeroes the slot) -- the fallback-mode writer design handles
+//     that race, not this type.
+//   * Readers may run anywhere, concurrently with writers and hotplug
+//     events, but not inside a hotplug callback of the same topology.
+//   * Topology and allocator outlive the object; no access during or after
+//     destruction (the destructor unregisters the callback, then frees).
+#ifndef PERCPU_PRIMITIVES_PERCPU_MIB_H_
+#define PERCPU_PRIMITIVES_PERCPU_MIB_H_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "primitives/contract.h"
+#include "primitives/fold.h"
+#include "primitives/percpu_alloc.h"
+#include "primitives/status.h"
+#include "primitives/topology.h"
+#include "primitives/u64_stats.h"
+
+namespace percpu {
+
+template <size_t N>
+class PerCpuMib {
+ public:
+  using Block = U64StatMib<N>;
+  static constexpr size_t kItems = N;
+
+  // Allocates the per-CPU blocks (zeroed) and registers the fold callback.
+  static StatusOr<std::unique_ptr<PerCpuMib>> Create(Topology& topo,
+                                                     PerCpuAllocator& alloc) {
+    StatusOr<PerCpuPtr<Block>> blocks = alloc.Allocate<Block>();
+    if (!blocks.ok()) return blocks.status();
+    std::unique_ptr<PerCpuMib> mib(
+        new (std::nothrow) PerCpuMib(topo, alloc, *blocks));
+    if (mib == nullptr) {
+      (void)alloc.Free(*blocks);
+      return ResourceExhaustedError("PerCpuMib::Create: out of memory");
+    }
+    // Registered before any writer can see the object: an event that ran
+    // before registration found this object's slots still zero.
+    PerCpuMib* self = mib.get();
+    StatusOr<uint64_t> id = topo.RegisterHotplugCallbacks(
+        nullptr, [self](HotplugEvent event, int cpu) {
+          return self->FoldCallback(event, cpu);
+        });
+    if (!id.ok()) return id.status();  // destructor frees the blocks
+    mib->callback_id_ = *id;
+    return mib;
+  }
+
+  ~PerCpuMib() {
+    // Unregister first: afterwards the callback is not running and never
+    // runs again, so it cannot touch the freed blocks.
+    if (callback_id_ != 0) {
+      (void)topo_.UnregisterHotplugCallbacks(callback_id_);
+    }
+    (void)alloc_.Free(blocks_);
+  }
+
+  PerCpuMib(const PerCpuMib&) = delete;
+  PerCpuMib& operator=(const PerCpuMib&) = delete;
+
+  // Adds `delta` to item `item` of `cpu`. Preconditions in the header
+  // comment; debug builds report an invalid cpu or item.
+  void Add(int cpu, size_t item, uint64_t delta) {
+    if (cpu < 0 || cpu >= num_possible_ || item >= N) {
+#if PERCPU_CONTRACT_CHECKS
+      internal::ReportContractViolation(
+          "PerCpuMib::Add: cpu or item out of range");
+#endif
+      return;
+    }
+    Block& b = *blocks_.on(cpu);
+    b.syncp.UpdateBegin();
+    b.items[item].Add(delta);
+    b.syncp.UpdateEnd();
+  }
+  void Inc(int cpu, size_t item) { Add(cpu, item, 1); }
+
+  // As Add(), validating: OutOfRange for a bad cpu or item,
+  // FailedPrecondition for an offline cpu (best effort, see header).
+  Status AddChecked(int cpu, size_t item, uint64_t delta) {
+    Status valid = topo_.ValidateCpu(cpu);
+    if (!valid.ok()) {
+      return OutOfRangeError("PerCpuMib::Add: " + valid.message());
+    }
+    if (item >= N) {
+      return OutOfRangeError("PerCpuMib::Add: item " + std::to_string(item) +
+                             " is not in [0, " + std::to_string(N) + ")");
+    }
+    if (!topo_.IsOnline(cpu)) {
+      return FailedPreconditionError("PerCpuMib::Add: cpu " +
+                                     std::to_string(cpu) + " is not online");
+    }
+    Add(cpu, item, delta);
+    return Status::Ok();
+  }
+
+  // Item-major: acc[item] + sum of item over the online CPUs. 0 for an item
+  // out of range (debug builds report it).
+  uint64_t Read(size_t item) const {
+    if (item >= N) {
+#if PERCPU_CONTRACT_CHECKS
+      internal::ReportContractViolation("PerCpuMib::Read: item out of range");
+#endif
+      return 0;
+    }
+    return ReadHotplugConsistent(topo_, [&] {
+      return acc_[item].Read() + FoldField(blocks_, OnlineCpus(topo_), item);
+    });
+  }
+
+  // Cpu-major: out = acc + sum over the online CPUs. No heap.
+  void Snapshot(std::array<uint64_t, N>& out) const {
+    const SeqCount& seq = topo_.hotplug_seq();
+    for (;;) {
+      // Pairs with: WriteEnd()/WriteBegin() of Topology's event path (the
+      // acquire load / acquire fence are inside ReadBegin/ReadRetry).
+      const uint32_t start = seq.ReadBegin();
+      for (size_t i = 0; i < N; ++i) out[i] = acc_[i].Read();
+      FoldAll(blocks_, OnlineCpus(topo_), out);
+      if (!seq.ReadRetry(start)) return;
+    }
+  }
+
+  // Adds the snapshot into out[0..N) (accumulate several MIBs). No heap.
+  void FoldInto(uint64_t* out) const {
+    std::array<uint64_t, N> snap;
+    Snapshot(snap);
+    for (size_t i = 0; i < N; ++i) out[i] += snap[i];
+  }
+
+  // Cross-check variant: acc + sum over PRESENT CPUs (offline ones hold 0
+  // after their fold, so the result equals Snapshot()).
+  void SnapshotPresent(std::array<uint64_t, N>& out) const {
+    const SeqCount& seq = topo_.hotplug_seq();
+    for (;;) {
+      // Pairs with: as in Snapshot().
+      const uint32_t start = seq.ReadBegin();
+      for (size_t i = 0; i < N; ++i) out[i] = acc_[i].Read();
+      FoldAll(blocks_, PresentCpus(topo_), out);
+      if (!seq.ReadRetry(start)) return;
+    }
+  }
+
+  // The offline accumulator of `item` (diagnostics and tests).
+  uint64_t accumulated(size_t item) const {
+    if (item >= N) return 0;
+    return ReadHotplugConsistent(topo_,
+                                 [&] { return acc_[item].Read(); });
+  }
+
+  const PerCpuPtr<Block>& blocks() const { return blocks_; }
+
+ private:
+  PerCpuMib(Topology& topo, PerCpuAllocator& alloc, PerCpuPtr<Block> blocks)
+      : topo_(topo),
+        alloc_(alloc),
+        num_possible_(topo.num_possible()),
+        blocks_(blocks) {}
+
+  Status FoldCallback(HotplugEvent event, int cpu) {
+    if (cpu < 0 || cpu >= num_possible_) {
+      return OutOfRangeError("PerCpuMib::FoldCallback: cpu " +
+                             std::to_string(cpu));
+    }
+    // Only kOffline and kOnline touch the block; the CPU is present for
+    // both, so its memory is backed.
+    if (event == HotplugEvent::kOffline) {
+      Block& b = *blocks_.on(cpu);
+      // Runs inside the hotplug write section; the dying CPU has no writer
+      // (precondition), so this is the only writer of its block, and the
+      // callbacks are serialized by the topology mutex, so it is the only
+      // writer of acc_. acc_ is covered by the hotplug seqcount (readers
+      // read it only inside a hotplug read section); the block by its syncp.
+      b.syncp.UpdateBegin();
+      for (size_t i = 0; i < N; ++i) {
+#if !defined(PERCPU_PLANTED_BUG_HOTPLUG_DROPS_COUNTS)
+        acc_[i].Set(acc_[i].Read() + b.items[i].Read());
+#endif  // else: planted bug (--config=planted-bug-hotplug), counts are lost
+        b.items[i].Set(0);
+      }
+      b.syncp.UpdateEnd();
+    } else if (event == HotplugEvent::kOnline) {
+      const Block& b = *blocks_.on(cpu);
+      // A CPU comes online with an all-zero block: zeroed at allocation or
+      // at its last offline fold, and nobody writes an offline CPU's block.
+      for (size_t i = 0; i < N; ++i) {
+        if (b.items[i].Read() != 0) {
+          return InternalError("PerCpuMib::FoldCallback: cpu " +
+                               std::to_string(cpu) +
+                               " comes online with non-zero item " +
+                               std::to_string(i));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  Topology& topo_;
+  PerCpuAllocator& alloc_;
+  const int num_possible_;
+  PerCpuPtr<Block> blocks_;
+  U64Stat acc_[N];
+  uint64_t callback_id_ = 0;
+};
+
+}  // namespace percpu
+
+#endif  // PERCPU_PRIMITIVES_PERCPU_MIB_H_
