@@ -1,0 +1,1547 @@
+// The exploration engine: stateless DFS over RC11 execution graphs.
+//
+// Exploration order (see docs/verification.md for the argument): every
+// consistent execution graph G (porf acyclic) has exactly one canonical
+// linearisation of po U rf: repeatedly run the lowest-indexed thread whose
+// next event has its rf source already placed. The DFS builds graphs in that
+// order. At each step it may run the lowest runnable thread (a read picks any
+// coherent, already-placed write; a write picks any coherent mo position) or,
+// when that thread's next event is a read, defer it: the read is then
+// constrained to read a write added later. So each graph is built once, and
+// the only waste is deferrals that never get a suitable write (dead ends).
+#include "internal/engine.h"
+
+#include <cxxabi.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <vector>
+
+// Context switching between checker threads. glibc's swapcontext saves the
+// signal mask with a system call on every switch; on x86-64 a few
+// instructions suffice (callee-saved registers, MXCSR and x87 control word).
+#if defined(__x86_64__) && !defined(RL_USE_UCONTEXT)
+#define RL_FAST_SWITCH 1
+extern "C" void rl_switch_context(void** save_sp, void* load_sp);
+asm(R"(
+.text
+.globl rl_switch_context
+.type rl_switch_context,@function
+rl_switch_context:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size rl_switch_context,.-rl_switch_context
+.section .note.GNU-stack,"",@progbits
+.text
+)");
+#endif
+
+namespace rl {
+
+const char* test_result_str(test_result_e r) {
+  switch (r) {
+    case test_result_success:
+      return "SUCCESS";
+    case test_result_until_condition_hit:
+      return "UNTIL CONDITION HIT";
+    case test_result_inconsistent_test_suite:
+      return "INCONSISTENT TEST SUITE";
+    case test_result_user_assert_failed:
+      return "USER ASSERT FAILED";
+    case test_result_user_invariant_failed:
+      return "USER INVARIANT FAILED";
+    case test_result_data_race:
+      return "DATA RACE";
+    case test_result_access_to_freed_memory:
+      return "ACCESS TO FREED MEMORY";
+    case test_result_double_free:
+      return "DOUBLE FREE";
+    case test_result_memory_leak:
+      return "MEMORY LEAK";
+    case test_result_resource_leak:
+      return "RESOURCE LEAK";
+    case test_result_unitialized_access:
+      return "UNINITIALIZED ACCESS";
+    case test_result_deadlock:
+      return "DEADLOCK";
+    case test_result_livelock:
+      return "LIVELOCK";
+    case test_result_unhandled_exception:
+      return "UNHANDLED EXCEPTION";
+    case test_result_execution_depth_limit:
+      return "EXECUTION DEPTH LIMIT";
+  }
+  return "UNKNOWN";
+}
+
+namespace detail {
+
+std::string Demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string s = (status == 0 && d != nullptr) ? d : name;
+  std::free(d);
+  return s;
+}
+
+namespace {
+
+constexpr int kMaxThreads = 16;  // including the main (before/after) thread
+constexpr size_t kStackSize = 256 * 1024;
+
+struct Clock {
+  int32_t c[kMaxThreads] = {};
+  void Join(const Clock& o) {
+    for (int i = 0; i < kMaxThreads; ++i) c[i] = std::max(c[i], o.c[i]);
+  }
+};
+
+enum class Kind : uint8_t { kInit, kLoad, kStore, kRmw, kCasFail, kFence };
+
+struct Event {
+  Kind kind;
+  bool reads = false, writes = false, acq = false, rel = false, sc = false;
+  int tid = 0, idx = 0;  // idx: 1-based position in its thread
+  int loc = -1;
+  memory_order mo = mo_relaxed;
+  RmwOp op = RmwOp::kXchg;
+  uint64_t rval = 0, wval = 0;
+  int rf = -1;          // write read from
+  int mo_pos = -1;      // index in the location's modification order
+  int rmw_reader = -1;  // the RMW reading from this write, if any
+  int rel_fence = -1;   // po-latest release fence before this write
+  Clock pre;            // thread clock at the event, before acquiring
+  Clock post;           // after acquiring
+  Clock porf;           // (po U rf)+ predecessors, per thread
+  debug_info info;
+};
+
+struct Loc {
+  unsigned width = 8;
+  std::vector<int> mo;   // writes in modification order
+  std::vector<int> acc;  // all accesses (init, reads, writes)
+  debug_info info;
+};
+
+enum class OpKind : uint8_t { kNone, kLoad, kStore, kRmw, kCas, kResume };
+
+struct Pending {
+  OpKind kind = OpKind::kNone;
+  int loc = -1;
+  memory_order mo = mo_relaxed, mo_fail = mo_relaxed;
+  RmwOp op = RmwOp::kXchg;
+  uint64_t val = 0, expected = 0;
+  debug_info info;
+};
+
+struct Action {
+  int tid = -1;  // -1: a rl::rand value
+  int rf = -1;   // for reads
+  int pos = -1;  // mo insertion index for plain stores
+  bool cas_ok = false;
+  unsigned value = 0;  // rand
+};
+
+// A decision point. Scheduling decisions list the lowest runnable thread's
+// actions first, then (segment by segment) the actions of higher threads,
+// each of which defers all lower ones. Segments past the first are enabled
+// lazily, once some explored execution shows that a deferred read could read
+// a later write (see Engine::Discover).
+struct Choice {
+  std::vector<Action> opts;
+  size_t cur = 0;
+  std::vector<uint32_t> seg_end;  // empty: every option enabled
+  uint32_t enabled_segs = 0;
+  int ev = -1;  // event created by the chosen action
+  size_t EnabledEnd() const {
+    return seg_end.empty() ? opts.size() : seg_end[enabled_segs - 1];
+  }
+  uint32_t SegOf(size_t i) const {
+    uint32_t m = 0;
+    while (seg_end[m] <= i) ++m;
+    return m;
+  }
+  void Enable(uint32_t segs) {
+    enabled_segs = std::max(
+        enabled_segs,
+        std::min<uint32_t>(segs, static_cast<uint32_t>(seg_end.size())));
+    // A thread without actions must be deferred: enable the next segment.
+    while (enabled_segs < seg_end.size() &&
+           seg_end[enabled_segs - 1] ==
+               (enabled_segs >= 2 ? seg_end[enabled_segs - 2] : 0))
+      ++enabled_segs;
+  }
+};
+
+struct SpinRead {
+  int loc;
+  uint64_t value;
+  int rf;
+  bool operator==(const SpinRead& o) const {
+    return loc == o.loc && value == o.value;
+  }
+};
+
+struct ThreadState {
+  ucontext_t uc;
+  void* sp = nullptr;  // saved stack pointer (fast switch)
+  char* stack = nullptr;
+  bool started = false, finished = false, blocked = false, pending = false;
+  Pending op;
+  uint64_t result = 0;
+  bool cas_ok = false;
+  int constraint = 0;  // a deferred read must read an event id >= this
+  Clock clock;
+  Clock porf;
+  Clock acq_pending;            // released clocks seen by relaxed reads
+  std::vector<int> sc_pending;  // SC release sources seen by relaxed reads
+  int rel_fence = -1;
+  int idx = 0;
+  // Spin-loop detection: reads since the last yield and in the interval
+  // before it.
+  std::vector<SpinRead> cur_reads, prev_reads;
+  bool has_prev = false, iter_wrote = false;
+};
+
+struct VarAcc {
+  int tid;
+  int epoch;
+  debug_info info;
+};
+
+struct VarState {
+  bool init = false;
+  bool has_write = false;
+  VarAcc w{};
+  std::vector<VarAcc> reads;
+};
+
+struct Built {
+  Event ev;
+  Clock sync;               // released clock reaching a relaxed read
+  std::vector<int> sc_src;  // SC events synchronizing with the read
+};
+
+bool IsAcq(memory_order mo) {
+  return mo == mo_acquire || mo == mo_consume || mo == mo_acq_rel ||
+         mo == mo_seq_cst;
+}
+bool IsRel(memory_order mo) {
+  return mo == mo_release || mo == mo_acq_rel || mo == mo_seq_cst;
+}
+const char* MoStr(memory_order mo) {
+  switch (mo) {
+    case mo_relaxed:
+      return "relaxed";
+    case mo_consume:
+      return "consume";
+    case mo_acquire:
+      return "acquire";
+    case mo_release:
+      return "release";
+    case mo_acq_rel:
+      return "acq_rel";
+    case mo_seq_cst:
+      return "seq_cst";
+  }
+  return "?";
+}
+const char* BaseName(const char* f) {
+  const char* s = std::strrchr(f, '/');
+  return s != nullptr ? s + 1 : f;
+}
+
+enum class Mode { kDfs, kRandom, kReplay };
+
+class Engine;
+Engine* g_engine = nullptr;
+uint64_t g_generation = 0;
+uint64_t g_next_generation = 1;
+
+class Engine {
+ public:
+  Engine(SuiteIface& suite, test_params& p, unsigned n, std::string name)
+      : suite_(suite), p_(p), n_(n), name_(std::move(name)) {
+    out_ = p.output_stream != nullptr ? p.output_stream : &std::cout;
+    threads_.resize(n_ + 1);
+    for (unsigned i = 0; i < n_; ++i)
+      threads_[i].stack = static_cast<char*>(std::malloc(kStackSize));
+  }
+  ~Engine() {
+    for (auto& t : threads_) std::free(t.stack);
+  }
+
+  test_result_e Run(test_result_e expected);
+
+  // ---- API entry points (called from user code) ----
+  int NewAtomic(unsigned width, uint64_t init, const debug_info& info);
+  uint64_t Op(Pending op);
+  void Fence(memory_order mo, const debug_info& info);
+  void Yield(const debug_info& info);
+  unsigned Rand(unsigned limit);
+  unsigned ThreadIndex() const { return cur_; }
+  void Fail(test_result_e r, const std::string& desc, const debug_info& info);
+  int NewVar(bool initialized);
+  void VarAccess(int var, bool write, const debug_info& info);
+  bool aborting() const { return aborting_; }
+
+ private:
+  friend void ThreadEntry();
+  // One execution; returns false if it was pruned (dead end / redundant).
+  enum class Outcome { kComplete, kPruned, kFailed };
+  Outcome RunOne();
+  void ResetExecution();
+  void StartThread(unsigned t);
+  void Resume(unsigned t);
+  void SwitchToScheduler();
+  void AbortThreads();
+  [[noreturn]] void Prune();
+
+  // Decisions.
+  enum class DecideKind { kSched, kMain, kRand };
+  bool Decide(DecideKind kind, unsigned rand_limit, Action* out);
+  void EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs);
+  void Discover(const Event& w, const Clock& porf_before);
+  void ActionsFor(unsigned t, std::vector<Action>* out);
+  bool Schedulable(unsigned t) const {
+    const ThreadState& th = threads_[t];
+    return th.started && !th.finished && !th.blocked && th.pending;
+  }
+  static bool Deferrable(const ThreadState& th) {
+    return th.op.kind == OpKind::kLoad || th.op.kind == OpKind::kRmw ||
+           th.op.kind == OpKind::kCas;
+  }
+  void Apply(const Action& a);
+
+  // Graph.
+  bool Hb(int e, const Clock& c) const {
+    return c.c[events_[e].tid] >= events_[e].idx;
+  }
+  int ReadLowerBound(int loc, const Clock& c) const;
+  int WriteLowerBound(int loc, const Clock& c) const;
+  Built Build(unsigned t, const Pending& op, const Action& a) const;
+  void Push(const Built& b);
+  void Pop();
+  void Commit(unsigned t, const Built& b);
+  bool NeedSc(bool new_sc) const { return sc_events_.size() + new_sc >= 2; }
+  bool ScConsistent();
+  bool Coh(int a, int b) const;
+  uint64_t Compute(RmwOp op, uint64_t a, uint64_t b, unsigned width) const;
+  void AfterWrite(unsigned t);
+  void CheckDepth();
+
+  // Output.
+  std::string EventStr(int id) const;
+  std::string LocStr(int loc) const;
+  void PrintTrace();
+  std::string EncodeState() const;
+
+  SuiteIface& suite_;
+  test_params& p_;
+  unsigned n_;
+  std::string name_;
+  std::ostream* out_;
+
+  // Search state.
+  Mode mode_ = Mode::kDfs;
+  std::vector<Choice> stack_;
+  size_t pos_ = 0;
+  std::vector<unsigned> replay_;
+  size_t replay_pos_ = 0;
+  std::vector<unsigned> taken_;  // indices of multi-option decisions
+  std::mt19937_64 rng_;
+  bool trace_ = false;
+  std::vector<std::vector<int>> alts_;  // trace: other rf options per event
+
+  // Execution state.
+  ucontext_t sched_uc_;
+  void* sched_sp_ = nullptr;
+  std::vector<ThreadState> threads_;
+  unsigned cur_ = 0;  // running thread; n_ = main
+  bool in_thread_ = false;
+  bool aborting_ = false;
+  bool failed_ = false;
+  bool pruned_ = false;
+  bool in_invariant_ = false;
+  test_result_e result_ = test_result_success;
+  std::string fail_desc_;
+  debug_info fail_info_;
+  std::vector<Event> events_;
+  std::vector<Loc> locs_;
+  std::vector<VarState> vars_;
+  std::vector<int> sc_events_;
+  std::vector<std::pair<int, int>> sc_sw_;  // direct sw between SC events
+  std::vector<size_t> sc_sw_mark_;          // sc_sw_ size before each event
+  int skips_ = 0;
+  int last_choice_ = -1;  // stack index of the last scheduling decision
+};
+
+// ---------------------------------------------------------------- threads
+
+void ThreadEntry() {
+  Engine* e = g_engine;
+  unsigned t = e->cur_;
+  ThreadState& th = e->threads_[t];
+  try {
+    e->suite_.Thread(t);
+  } catch (const AbortExecution&) {
+  } catch (...) {
+    if (!e->aborting_ && !e->failed_) {
+      e->failed_ = true;
+      e->result_ = test_result_unhandled_exception;
+      e->fail_desc_ = "unhandled exception in thread";
+    }
+  }
+  th.finished = true;
+  th.pending = false;
+#ifdef RL_FAST_SWITCH
+  rl_switch_context(&th.sp, e->sched_sp_);
+#else
+  swapcontext(&th.uc, &e->sched_uc_);
+#endif
+  std::abort();  // a finished thread is never resumed
+}
+
+void Engine::StartThread(unsigned t) {
+  ThreadState& th = threads_[t];
+#ifdef RL_FAST_SWITCH
+  // Initial frame popped by rl_switch_context: FP control words, six
+  // callee-saved registers, then the return address = ThreadEntry. The
+  // return-address slot is 16-byte aligned, so ThreadEntry starts with the
+  // stack aligned as after a call.
+  uintptr_t top = reinterpret_cast<uintptr_t>(th.stack) + kStackSize;
+  top &= ~uintptr_t{15};
+  uint64_t* frame = reinterpret_cast<uint64_t*>(top) - 11;
+  uint32_t fp[2];
+  asm volatile("stmxcsr %0" : "=m"(fp[0]));
+  asm volatile("fnstcw %0" : "=m"(fp[1]));
+  std::memcpy(&frame[0], fp, 8);
+  for (int i = 1; i <= 6; ++i) frame[i] = 0;
+  frame[7] = reinterpret_cast<uint64_t>(&ThreadEntry);
+  frame[8] = 0;  // fake return address of ThreadEntry: ends backtraces
+  frame[9] = 0;
+  frame[10] = 0;
+  th.sp = frame;
+  th.started = true;
+  Resume(t);
+  return;
+#endif
+  getcontext(&th.uc);
+  th.uc.uc_stack.ss_sp = th.stack;
+  th.uc.uc_stack.ss_size = kStackSize;
+  th.uc.uc_link = &sched_uc_;
+  makecontext(&th.uc, ThreadEntry, 0);
+  th.started = true;
+  Resume(t);
+}
+
+void Engine::Resume(unsigned t) {
+  cur_ = t;
+  in_thread_ = true;
+#ifdef RL_FAST_SWITCH
+  rl_switch_context(&sched_sp_, threads_[t].sp);
+#else
+  swapcontext(&sched_uc_, &threads_[t].uc);
+#endif
+  in_thread_ = false;
+  cur_ = n_;
+}
+
+void Engine::SwitchToScheduler() {
+  ThreadState& th = threads_[cur_];
+#ifdef RL_FAST_SWITCH
+  rl_switch_context(&th.sp, sched_sp_);
+#else
+  swapcontext(&th.uc, &sched_uc_);
+#endif
+  if (aborting_) throw AbortExecution();
+}
+
+void Engine::AbortThreads() {
+  aborting_ = true;
+  for (unsigned t = 0; t < n_; ++t) {
+    if (threads_[t].started && !threads_[t].finished) Resume(t);
+  }
+}
+
+void Engine::Prune() {
+  pruned_ = true;
+  if (in_thread_) SwitchToScheduler();
+  throw AbortExecution();
+}
+
+// ---------------------------------------------------------------- graph
+
+int Engine::ReadLowerBound(int loc, const Clock& c) const {
+  int lb = 0;
+  for (int e : locs_[loc].acc) {
+    if (!Hb(e, c)) continue;
+    const Event& ev = events_[e];
+    if (ev.writes) lb = std::max(lb, ev.mo_pos);
+    if (ev.reads) lb = std::max(lb, events_[ev.rf].mo_pos);
+  }
+  return lb;
+}
+
+int Engine::WriteLowerBound(int loc, const Clock& c) const {
+  int lb = 1;
+  for (int e : locs_[loc].acc) {
+    if (!Hb(e, c)) continue;
+    const Event& ev = events_[e];
+    if (ev.writes) lb = std::max(lb, ev.mo_pos + 1);
+    if (ev.reads) lb = std::max(lb, events_[ev.rf].mo_pos + 1);
+  }
+  return lb;
+}
+
+uint64_t Engine::Compute(RmwOp op, uint64_t a, uint64_t b,
+                         unsigned width) const {
+  uint64_t r = 0;
+  switch (op) {
+    case RmwOp::kXchg:
+      r = b;
+      break;
+    case RmwOp::kAdd:
+      r = a + b;
+      break;
+    case RmwOp::kSub:
+      r = a - b;
+      break;
+    case RmwOp::kAnd:
+      r = a & b;
+      break;
+    case RmwOp::kOr:
+      r = a | b;
+      break;
+    case RmwOp::kXor:
+      r = a ^ b;
+      break;
+  }
+  if (width < 8) r &= (uint64_t{1} << (8 * width)) - 1;
+  return r;
+}
+
+Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
+  const ThreadState& th = threads_[t];
+  Built b;
+  Event& e = b.ev;
+  e.tid = static_cast<int>(t);
+  e.idx = th.idx + 1;
+  e.pre = th.clock;
+  e.pre.c[t] = e.idx;
+  e.loc = op.loc;
+  e.info = op.info;
+  e.op = op.op;
+  memory_order mo = op.mo;
+  switch (op.kind) {
+    case OpKind::kLoad:
+      e.kind = Kind::kLoad;
+      e.reads = true;
+      break;
+    case OpKind::kStore:
+      e.kind = Kind::kStore;
+      e.writes = true;
+      e.wval = op.val;
+      e.mo_pos = a.pos;
+      break;
+    case OpKind::kRmw:
+      e.kind = Kind::kRmw;
+      e.reads = e.writes = true;
+      break;
+    case OpKind::kCas:
+      if (a.cas_ok) {
+        e.kind = Kind::kRmw;
+        e.reads = e.writes = true;
+        e.wval = op.val;
+      } else {
+        e.kind = Kind::kCasFail;
+        e.reads = true;
+        mo = op.mo_fail;
+      }
+      break;
+    default:
+      break;
+  }
+  e.mo = mo;
+  e.acq = e.reads && IsAcq(mo);
+  e.rel = e.writes && IsRel(mo);
+  e.sc = mo == mo_seq_cst;
+  if (e.writes) e.rel_fence = th.rel_fence;
+  e.post = e.pre;
+  e.porf = th.porf;
+  e.porf.c[t] = e.idx;
+  if (e.reads) {
+    e.rf = a.rf;
+    e.porf.Join(events_[a.rf].porf);
+    e.rval = events_[a.rf].wval;
+    if (e.kind == Kind::kRmw) {
+      if (op.kind == OpKind::kRmw)
+        e.wval = Compute(op.op, e.rval, op.val, locs_[op.loc].width);
+      e.mo_pos = events_[a.rf].mo_pos + 1;
+    }
+    // Release sequence of the write read from (C++20: the write and the
+    // chain of RMWs reading from it); each release head, or each release
+    // fence before a head, synchronizes.
+    for (int h = a.rf;;) {
+      const Event& H = events_[h];
+      if (H.rel) {
+        b.sync.Join(H.post);
+        if (H.sc) b.sc_src.push_back(h);
+      }
+      if (H.rel_fence >= 0) {
+        const Event& F = events_[H.rel_fence];
+        b.sync.Join(F.post);
+        if (F.sc) b.sc_src.push_back(H.rel_fence);
+      }
+      if (H.kind != Kind::kRmw) break;
+      h = H.rf;
+    }
+    if (e.acq) e.post.Join(b.sync);
+  }
+  return b;
+}
+
+void Engine::Push(const Built& b) {
+  int id = static_cast<int>(events_.size());
+  events_.push_back(b.ev);
+  Event& e = events_.back();
+  sc_sw_mark_.push_back(sc_sw_.size());
+  if (e.loc >= 0) {
+    Loc& l = locs_[e.loc];
+    l.acc.push_back(id);
+    if (e.writes) {
+      l.mo.insert(l.mo.begin() + e.mo_pos, id);
+      for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
+        events_[l.mo[i]].mo_pos = static_cast<int>(i);
+    }
+    if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = id;
+  }
+  if (e.sc) {
+    sc_events_.push_back(id);
+    if (e.acq)
+      for (int s : b.sc_src) sc_sw_.emplace_back(s, id);
+  }
+}
+
+void Engine::Pop() {
+  Event& e = events_.back();
+  sc_sw_.resize(sc_sw_mark_.back());
+  sc_sw_mark_.pop_back();
+  if (e.sc) sc_events_.pop_back();
+  if (e.loc >= 0) {
+    Loc& l = locs_[e.loc];
+    l.acc.pop_back();
+    if (e.writes) {
+      l.mo.erase(l.mo.begin() + e.mo_pos);
+      for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
+        events_[l.mo[i]].mo_pos = static_cast<int>(i);
+    }
+    if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = -1;
+  }
+  events_.pop_back();
+}
+
+void Engine::Commit(unsigned t, const Built& b) {
+  ThreadState& th = threads_[t];
+  const Event& e = events_.back();
+  // Whether the event exists does not depend on its own read: judge
+  // dependence by the thread's porf before it. A failed CAS counts as a
+  // potential write (reading another value it would have written).
+  if ((e.writes || e.kind == Kind::kCasFail) && mode_ == Mode::kDfs &&
+      p_.lazy_deferral) {
+    Clock before = th.porf;
+    before.c[t] = e.idx;
+    Discover(e, before);
+  }
+  th.idx = e.idx;
+  th.clock = e.post;
+  th.porf = e.porf;
+  if (e.reads) {
+    if (!e.acq) {
+      th.acq_pending.Join(b.sync);
+      for (int s : b.sc_src) th.sc_pending.push_back(s);
+    }
+    th.cur_reads.push_back({e.loc, e.rval, e.rf});
+  }
+  // An RMW writing back the value it read (a failed test-and-set) changes
+  // no value: for spin detection it is a read.
+  if (e.writes && !(e.reads && e.wval == e.rval)) AfterWrite(t);
+  CheckDepth();
+}
+
+void Engine::AfterWrite(unsigned t) {
+  threads_[t].iter_wrote = true;
+  for (unsigned i = 0; i < n_; ++i)
+    if (i != t) threads_[i].blocked = false;
+}
+
+void Engine::CheckDepth() {
+  if (events_.size() > p_.execution_depth_limit && !failed_) {
+    Fail(test_result_execution_depth_limit,
+         "execution depth limit exceeded (spin loop without rl::yield?)",
+         events_.back().info);
+  }
+}
+
+// A coherence-ordered-before B (C++20 [intro.races]); positions make the
+// transitive closure of rf, mo and fr directly computable.
+bool Engine::Coh(int a, int b) const {
+  if (a == b) return false;
+  const Event& A = events_[a];
+  const Event& B = events_[b];
+  int aw = A.writes ? A.mo_pos : -1;
+  int ar = A.reads ? events_[A.rf].mo_pos : -1;
+  int bw = B.writes ? B.mo_pos : -1;
+  int br = B.reads ? events_[B.rf].mo_pos : -1;
+  if (aw >= 0 && bw >= 0 && aw < bw) return true;
+  if (aw >= 0 && br >= 0 && aw <= br) return true;
+  if (ar >= 0 && bw >= 0 && ar < bw) return true;
+  if (ar >= 0 && br >= 0 && ar < br) return true;
+  return false;
+}
+
+// C++20 [atomics.order]/4: a total order S on SC operations and fences must
+// exist; we build its required edges and test acyclicity.
+bool Engine::ScConsistent() {
+  const size_t n = sc_events_.size();
+  if (n < 2) return true;
+  std::vector<int> node(events_.size(), -1);
+  for (size_t i = 0; i < n; ++i) node[sc_events_[i]] = static_cast<int>(i);
+  std::vector<std::vector<uint8_t>> adj(n, std::vector<uint8_t>(n, 0));
+  std::vector<int> fences;
+  for (int e : sc_events_)
+    if (events_[e].kind == Kind::kFence) fences.push_back(e);
+  // Strongly happens before: sb, or sb;hb;sb (an hb path leaving A's thread
+  // after A and entering B's thread before B), or direct sw between SC ops.
+  for (size_t i = 0; i < n; ++i) {
+    const Event& A = events_[sc_events_[i]];
+    for (size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const Event& B = events_[sc_events_[j]];
+      if (A.tid == B.tid ? A.idx < B.idx : B.pre.c[A.tid] > A.idx)
+        adj[i][j] = 1;
+    }
+  }
+  for (auto& [a, b] : sc_sw_) adj[node[a]][node[b]] = 1;
+  // Coherence-ordered pairs, extended through SC fences by hb.
+  std::vector<int> left, right;
+  for (const Loc& l : locs_) {
+    for (int a : l.acc) {
+      left.clear();
+      if (events_[a].sc) left.push_back(node[a]);
+      for (int f : fences)
+        if (Hb(f, events_[a].post)) left.push_back(node[f]);
+      if (left.empty()) continue;
+      for (int b : l.acc) {
+        if (!Coh(a, b)) continue;
+        right.clear();
+        if (events_[b].sc) right.push_back(node[b]);
+        for (int f : fences)
+          if (Hb(b, events_[f].post)) right.push_back(node[f]);
+        for (int x : left)
+          for (int y : right) adj[x][y] = 1;
+      }
+    }
+  }
+  // Cycle check (DFS colours).
+  std::vector<uint8_t> color(n, 0);
+  std::vector<std::pair<size_t, size_t>> st;
+  for (size_t s = 0; s < n; ++s) {
+    if (color[s] != 0) continue;
+    st.push_back({s, 0});
+    color[s] = 1;
+    while (!st.empty()) {
+      auto& [v, k] = st.back();
+      if (k == n) {
+        color[v] = 2;
+        st.pop_back();
+        continue;
+      }
+      size_t w = k++;
+      if (!adj[v][w]) continue;
+      if (color[w] == 1) return false;
+      if (color[w] == 0) {
+        color[w] = 1;
+        st.push_back({w, 0});
+      }
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- decisions
+
+// A write w was just added. Every earlier decision that placed a read r of
+// the same location, where w does not depend on r (not porf-after it), could
+// instead have deferred r's thread so that r reads w: enable that deferral.
+void Engine::Discover(const Event& w, const Clock& porf_before) {
+  for (size_t k = 0; k < pos_ && k < stack_.size(); ++k) {
+    Choice& c = stack_[k];
+    if (c.ev < 0 || c.seg_end.empty()) continue;
+    const Event& r = events_[c.ev];
+    if (!r.reads || r.loc != w.loc || r.tid == w.tid) continue;
+    uint32_t m = c.SegOf(c.cur);
+    if (c.enabled_segs > m + 1) continue;
+    if (porf_before.c[r.tid] >= r.idx) continue;
+    c.Enable(m + 2);
+  }
+}
+
+void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
+  ThreadState& th = threads_[t];
+  const Pending& op = th.op;
+  if (op.kind == OpKind::kResume) {
+    out->push_back({static_cast<int>(t)});
+    return;
+  }
+  const Loc& l = locs_[op.loc];
+  auto consider = [&](const Action& a) {
+    bool new_sc =
+        op.mo == mo_seq_cst ||
+        (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst);
+    if (NeedSc(new_sc)) {
+      Built b = Build(t, op, a);
+      Push(b);
+      bool ok = ScConsistent();
+      Pop();
+      if (!ok) return;
+    }
+    out->push_back(a);
+  };
+  if (op.kind == OpKind::kStore) {
+    int lb = WriteLowerBound(op.loc, th.clock);
+    for (int p = lb; p <= static_cast<int>(l.mo.size()); ++p) {
+      if (events_[l.mo[p - 1]].rmw_reader >= 0) continue;  // atomicity
+      Action a;
+      a.tid = static_cast<int>(t);
+      a.pos = p;
+      consider(a);
+    }
+    return;
+  }
+  int lb = ReadLowerBound(op.loc, th.clock);
+  // Newest first: tends to reach complete executions sooner.
+  for (int p = static_cast<int>(l.mo.size()) - 1; p >= lb; --p) {
+    int w = l.mo[p];
+    if (w < th.constraint) continue;
+    const Event& W = events_[w];
+    Action a;
+    a.tid = static_cast<int>(t);
+    a.rf = w;
+    if (op.kind == OpKind::kRmw) {
+      if (W.rmw_reader >= 0) continue;
+    } else if (op.kind == OpKind::kCas) {
+      a.cas_ok = W.wval == op.expected;
+      if (a.cas_ok && W.rmw_reader >= 0) continue;
+    }
+    consider(a);
+  }
+}
+
+void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
+  for (unsigned t = 0; t < n_; ++t) {
+    if (!Schedulable(t)) continue;
+    ThreadState& th = threads_[t];
+    ActionsFor(t, out);
+    if (segs != nullptr) segs->push_back(static_cast<uint32_t>(out->size()));
+    if (!Deferrable(th)) break;
+    // Deferring this thread would exceed the bound.
+    if (p_.search_type == sched_bound &&
+        skips_ >= static_cast<int>(p_.context_bound))
+      break;
+  }
+}
+
+bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
+  if (mode_ == Mode::kDfs && pos_ < stack_.size()) {
+    if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
+    const Choice& c = stack_[pos_++];
+    *out = c.opts[c.cur];
+    return true;
+  }
+  std::vector<Action> opts;
+  std::vector<uint32_t> segs;
+  if (kind == DecideKind::kSched) {
+    EnumSched(&opts, &segs);
+  } else if (kind == DecideKind::kMain) {
+    ActionsFor(n_, &opts);
+  } else {
+    for (unsigned i = 0; i < rand_limit; ++i) {
+      Action a;
+      a.value = i;
+      opts.push_back(a);
+    }
+  }
+  if (opts.empty()) return false;
+  size_t idx = 0;
+  if (mode_ == Mode::kDfs) {
+    stack_.emplace_back();
+    Choice& c = stack_.back();
+    c.opts = std::move(opts);
+    if (kind == DecideKind::kSched && p_.lazy_deferral) {
+      c.seg_end = std::move(segs);
+      c.Enable(1);
+    }
+    if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
+    ++pos_;
+    *out = c.opts[0];
+    return true;
+  }
+  bool sched = kind != DecideKind::kRand;
+  if (opts.size() > 1) {
+    if (mode_ == Mode::kRandom) {
+      idx = rng_() % opts.size();
+    } else if (replay_pos_ < replay_.size()) {
+      idx = std::min<size_t>(replay_[replay_pos_++], opts.size() - 1);
+    }
+    taken_.push_back(static_cast<unsigned>(idx));
+  }
+  *out = opts[idx];
+  if (trace_ && sched && out->rf >= 0) {
+    size_t id = events_.size();
+    if (alts_.size() <= id) alts_.resize(id + 1);
+    alts_[id].clear();
+    for (const Action& a : opts)
+      if (a.tid == out->tid && a.rf != out->rf) alts_[id].push_back(a.rf);
+  }
+  return true;
+}
+
+void Engine::Apply(const Action& a) {
+  unsigned t = static_cast<unsigned>(a.tid);
+  // Every lower runnable thread was deferred: its read must read a write
+  // that does not exist yet.
+  bool skipped = false;
+  for (unsigned i = 0; i < t; ++i) {
+    if (Schedulable(i)) {
+      threads_[i].constraint = static_cast<int>(events_.size());
+      skipped = true;
+    }
+  }
+  if (skipped) ++skips_;
+  ThreadState& th = threads_[t];
+  th.pending = false;
+  if (th.op.kind != OpKind::kResume) {
+    Built b = Build(t, th.op, a);
+    Push(b);
+    if (mode_ == Mode::kDfs && last_choice_ >= 0)
+      stack_[last_choice_].ev = static_cast<int>(events_.size()) - 1;
+    Commit(t, b);
+    const Event& e = events_.back();
+    th.result = e.reads ? e.rval : 0;
+    th.cas_ok = e.kind == Kind::kRmw;
+    th.constraint = 0;
+  }
+  if (t < n_) Resume(t);
+}
+
+// ---------------------------------------------------------------- API
+
+int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info) {
+  int id = static_cast<int>(locs_.size());
+  locs_.emplace_back();
+  locs_.back().width = width;
+  locs_.back().info = info;
+  ThreadState& th = threads_[cur_];
+  Built b;
+  Event& e = b.ev;
+  e.kind = Kind::kInit;
+  e.writes = true;
+  e.tid = static_cast<int>(cur_);
+  e.idx = th.idx + 1;
+  e.pre = th.clock;
+  e.pre.c[cur_] = e.idx;
+  e.post = e.pre;
+  e.porf = th.porf;
+  e.porf.c[cur_] = e.idx;
+  e.loc = id;
+  e.wval = init;
+  e.mo_pos = 0;
+  e.info = info;
+  Push(b);
+  th.idx = e.idx;
+  th.clock = e.post;
+  th.porf = e.porf;
+  return id;
+}
+
+uint64_t Engine::Op(Pending op) {
+  ThreadState& th = threads_[cur_];
+  th.op = op;
+  th.pending = true;
+  if (in_thread_) {
+    SwitchToScheduler();
+  } else {
+    // Main context (constructor, before, after): decide inline.
+    Action a;
+    if (!Decide(DecideKind::kMain, 0, &a)) Prune();
+    th.pending = false;
+    Built b = Build(n_, th.op, a);
+    Push(b);
+    Commit(n_, b);
+    th.result = events_.back().reads ? events_.back().rval : 0;
+    th.cas_ok = events_.back().kind == Kind::kRmw;
+    if (failed_) throw AbortExecution();
+  }
+  return th.result;
+}
+
+void Engine::Fence(memory_order mo, const debug_info& info) {
+  if (mo == mo_relaxed) return;
+  ThreadState& th = threads_[cur_];
+  Built b;
+  Event& e = b.ev;
+  e.kind = Kind::kFence;
+  e.tid = static_cast<int>(cur_);
+  e.idx = th.idx + 1;
+  e.pre = th.clock;
+  e.pre.c[cur_] = e.idx;
+  e.post = e.pre;
+  e.porf = th.porf;
+  e.porf.c[cur_] = e.idx;
+  e.mo = mo;
+  e.info = info;
+  e.acq = IsAcq(mo);
+  e.rel = IsRel(mo);
+  e.sc = mo == mo_seq_cst;
+  if (e.acq) {
+    e.post.Join(th.acq_pending);
+    b.sc_src = th.sc_pending;
+  }
+  Push(b);
+  th.idx = e.idx;
+  th.clock = e.post;
+  th.porf = e.porf;
+  if (e.rel) th.rel_fence = static_cast<int>(events_.size()) - 1;
+  CheckDepth();
+  if (failed_) {
+    if (in_thread_) SwitchToScheduler();
+    throw AbortExecution();
+  }
+  if (e.sc && NeedSc(false) && !ScConsistent()) Prune();
+}
+
+void Engine::Yield(const debug_info& info) {
+  (void)info;
+  ThreadState& th = threads_[cur_];
+  if (!in_thread_) return;
+  bool same = th.has_prev && !th.iter_wrote && th.cur_reads == th.prev_reads;
+  if (!same) {
+    th.prev_reads.swap(th.cur_reads);
+    th.cur_reads.clear();
+    th.has_prev = true;
+    th.iter_wrote = false;
+    return;
+  }
+  // The iteration read exactly what the previous one did. If some value was
+  // stale, an execution reading the newer write exists; this one is
+  // redundant. Otherwise the thread waits for another thread to write.
+  for (const SpinRead& r : th.cur_reads) {
+    const Loc& l = locs_[r.loc];
+    if (l.mo.back() != r.rf) Prune();
+  }
+  th.cur_reads.clear();
+  th.blocked = true;
+  th.op = Pending();
+  th.op.kind = OpKind::kResume;
+  th.pending = true;
+  SwitchToScheduler();
+}
+
+unsigned Engine::Rand(unsigned limit) {
+  if (limit <= 1) return 0;
+  Action a;
+  if (!Decide(DecideKind::kRand, limit, &a)) return 0;
+  return a.value;
+}
+
+void Engine::Fail(test_result_e r, const std::string& desc,
+                  const debug_info& info) {
+  if (failed_ || aborting_) return;
+  failed_ = true;
+  result_ = r;
+  if (r == test_result_user_assert_failed && in_invariant_)
+    result_ = test_result_user_invariant_failed;
+  fail_desc_ = desc;
+  fail_info_ = info;
+  if (in_thread_) SwitchToScheduler();
+  throw AbortExecution();
+}
+
+int Engine::NewVar(bool initialized) {
+  vars_.emplace_back();
+  vars_.back().init = initialized;
+  return static_cast<int>(vars_.size()) - 1;
+}
+
+void Engine::VarAccess(int var, bool write, const debug_info& info) {
+  VarState& v = vars_[var];
+  const ThreadState& th = threads_[cur_];
+  auto ordered = [&](const VarAcc& a) {
+    return a.tid == static_cast<int>(cur_) || th.clock.c[a.tid] >= a.epoch;
+  };
+  auto race = [&](const VarAcc& a, const char* what) {
+    std::ostringstream s;
+    s << "data race on non-atomic variable: " << what << " by thread " << a.tid
+      << " at " << BaseName(a.info.file_) << ":" << a.info.line_ << " and "
+      << (write ? "write" : "read") << " by thread " << cur_ << " at "
+      << BaseName(info.file_) << ":" << info.line_;
+    Fail(test_result_data_race, s.str(), info);
+  };
+  if (v.has_write && !ordered(v.w)) race(v.w, "write");
+  if (!write && !v.init && !v.has_write)
+    Fail(test_result_unitialized_access, "read of uninitialized rl::var", info);
+  VarAcc me{static_cast<int>(cur_), th.idx + 1, info};
+  if (write) {
+    for (const VarAcc& r : v.reads)
+      if (!ordered(r)) race(r, "read");
+    v.reads.clear();
+    v.has_write = true;
+    v.w = me;
+  } else {
+    for (VarAcc& r : v.reads) {
+      if (r.tid == me.tid) {
+        r = me;
+        return;
+      }
+    }
+    v.reads.push_back(me);
+  }
+}
+
+// ---------------------------------------------------------------- driver
+
+void Engine::ResetExecution() {
+  events_.clear();
+  locs_.clear();
+  vars_.clear();
+  sc_events_.clear();
+  sc_sw_.clear();
+  sc_sw_mark_.clear();
+  for (auto& th : threads_) {
+    char* stack = th.stack;
+    th = ThreadState();
+    th.stack = stack;
+  }
+  cur_ = n_;
+  in_thread_ = false;
+  aborting_ = false;
+  failed_ = false;
+  pruned_ = false;
+  in_invariant_ = false;
+  result_ = test_result_success;
+  skips_ = 0;
+  pos_ = 0;
+  replay_pos_ = 0;
+  taken_.clear();
+  alts_.clear();
+}
+
+Engine::Outcome Engine::RunOne() {
+  ResetExecution();
+  g_generation = g_next_generation++;
+  bool created = false;
+  try {
+    suite_.Create();
+    created = true;
+    suite_.Before();
+    // Thread creation synchronizes: a virtual spawn event after before().
+    ThreadState& m = threads_[n_];
+    m.idx += 1;
+    m.clock.c[n_] = m.idx;
+    m.porf.c[n_] = m.idx;
+    for (unsigned t = 0; t < n_; ++t) {
+      threads_[t].clock = m.clock;
+      threads_[t].porf = m.clock;
+      StartThread(t);
+      if (failed_ || pruned_) break;
+    }
+    while (!failed_ && !pruned_) {
+      Action a;
+      last_choice_ = -1;
+      if (!Decide(DecideKind::kSched, 0, &a)) {
+        bool all_done = true, any_runnable = false;
+        for (unsigned t = 0; t < n_; ++t) {
+          if (threads_[t].finished) continue;
+          all_done = false;
+          if (!threads_[t].blocked) any_runnable = true;
+        }
+        if (all_done) break;
+        if (any_runnable) {
+          pruned_ = true;  // a deferred read never found its write
+        } else {
+          failed_ = true;
+          result_ = test_result_livelock;
+          fail_desc_ = "all unfinished threads spin without progress";
+        }
+        break;
+      }
+      Apply(a);
+    }
+    if (!failed_ && !pruned_) {
+      ThreadState& main = threads_[n_];
+      for (unsigned t = 0; t < n_; ++t) {
+        main.clock.Join(threads_[t].clock);
+        main.clock.c[t] = threads_[t].idx + 1;  // virtual join event
+      }
+      suite_.After();
+      in_invariant_ = true;
+      suite_.Invariant();
+      in_invariant_ = false;
+    }
+  } catch (const AbortExecution&) {
+    if (!failed_) pruned_ = true;
+  } catch (...) {
+    if (!failed_) {
+      failed_ = true;
+      result_ = test_result_unhandled_exception;
+      fail_desc_ = "unhandled exception in before()/after()";
+    }
+  }
+  bool fail = failed_;
+  AbortThreads();
+  failed_ = fail;
+  if (created) {
+    try {
+      suite_.Destroy();
+    } catch (...) {
+    }
+  }
+  g_generation = 0;
+  if (failed_) return Outcome::kFailed;
+  return pruned_ ? Outcome::kPruned : Outcome::kComplete;
+}
+
+std::string Engine::EncodeState() const {
+  std::ostringstream s;
+  s << "v1";
+  if (mode_ == Mode::kDfs) {
+    for (size_t i = 0; i < pos_ && i < stack_.size(); ++i)
+      if (stack_[i].opts.size() > 1) s << ' ' << stack_[i].cur;
+  } else {
+    for (unsigned i : taken_) s << ' ' << i;
+  }
+  return s.str();
+}
+
+std::string Engine::LocStr(int loc) const {
+  std::ostringstream s;
+  const debug_info& i = locs_[loc].info;
+  s << "atomic#" << loc << "(" << BaseName(i.file_) << ":" << i.line_ << ")";
+  return s.str();
+}
+
+std::string Engine::EventStr(int id) const {
+  const Event& e = events_[id];
+  std::ostringstream s;
+  s << "#" << id << " ";
+  if (e.tid == static_cast<int>(n_))
+    s << "main";
+  else
+    s << "thread " << e.tid;
+  s << ": ";
+  static const char* kRmwNames[] = {"exchange",  "fetch_add", "fetch_sub",
+                                    "fetch_and", "fetch_or",  "fetch_xor"};
+  switch (e.kind) {
+    case Kind::kInit:
+      s << "init " << LocStr(e.loc) << " = " << e.wval;
+      break;
+    case Kind::kLoad:
+      s << "load(" << MoStr(e.mo) << ") " << LocStr(e.loc) << " -> " << e.rval;
+      break;
+    case Kind::kStore:
+      s << "store(" << MoStr(e.mo) << ") " << LocStr(e.loc) << " = " << e.wval;
+      break;
+    case Kind::kRmw:
+      s << kRmwNames[static_cast<int>(e.op)] << "(" << MoStr(e.mo) << ") "
+        << LocStr(e.loc) << " " << e.rval << " -> " << e.wval;
+      break;
+    case Kind::kCasFail:
+      s << "cas-fail(" << MoStr(e.mo) << ") " << LocStr(e.loc) << " -> "
+        << e.rval;
+      break;
+    case Kind::kFence:
+      s << "fence(" << MoStr(e.mo) << ")";
+      break;
+  }
+  s << "  [" << BaseName(e.info.file_) << ":" << e.info.line_ << "]";
+  if (e.writes) s << " mo#" << e.mo_pos;
+  if (e.reads) {
+    s << "\n      reads-from #" << e.rf << " (" << events_[e.rf].wval << ")";
+    if (static_cast<size_t>(id) < alts_.size() && !alts_[id].empty()) {
+      s << "; could also read:";
+      for (int w : alts_[id]) s << " #" << w << " (" << events_[w].wval << ")";
+    }
+  }
+  return s.str();
+}
+
+void Engine::PrintTrace() {
+  std::ostream& o = *out_;
+  o << "---- failing execution (" << events_.size() << " events) ----\n";
+  for (size_t i = 0; i < events_.size(); ++i)
+    o << "  " << EventStr(static_cast<int>(i)) << "\n";
+  o << "  => " << test_result_str(result_) << ": " << fail_desc_ << "  ["
+    << BaseName(fail_info_.file_) << ":" << fail_info_.line_ << "]\n";
+}
+
+test_result_e Engine::Run(test_result_e expected) {
+  using SteadyClock = std::chrono::steady_clock;
+  auto start = SteadyClock::now();
+  auto last_progress = start;
+  p_.executions = p_.blocked_executions = 0;
+  p_.final_state.clear();
+  test_result_e found = test_result_success;
+  std::string state;
+  unsigned long long seed = p_.seed;
+
+  if (!p_.initial_state.empty()) {
+    mode_ = Mode::kReplay;
+    std::istringstream in(p_.initial_state);
+    std::string tag;
+    in >> tag;
+    unsigned v;
+    while (in >> v) replay_.push_back(v);
+    trace_ = true;
+    Outcome o = RunOne();
+    if (o == Outcome::kComplete) ++p_.executions;
+    if (o == Outcome::kPruned) ++p_.blocked_executions;
+    if (o == Outcome::kFailed) {
+      found = result_;
+      state = EncodeState();
+    }
+  } else {
+    if (p_.search_type == sched_random) {
+      mode_ = Mode::kRandom;
+      if (seed == 0)
+        seed = static_cast<unsigned long long>(
+            SteadyClock::now().time_since_epoch().count());
+      rng_.seed(seed);
+    } else {
+      mode_ = Mode::kDfs;
+    }
+    for (unsigned long long iter = 0;; ++iter) {
+      if (mode_ == Mode::kRandom && iter >= p_.iteration_count) break;
+      if (p_.max_executions != 0 && iter >= p_.max_executions) break;
+      Outcome o = RunOne();
+      if (o == Outcome::kComplete) ++p_.executions;
+      if (o == Outcome::kPruned) ++p_.blocked_executions;
+      if (o == Outcome::kFailed) {
+        found = result_;
+        state = EncodeState();
+        break;
+      }
+      if (mode_ == Mode::kDfs) {
+        // Next branch: deepest decision with an untried option.
+        while (!stack_.empty() &&
+               stack_.back().cur + 1 >= stack_.back().EnabledEnd())
+          stack_.pop_back();
+        if (stack_.empty()) break;
+        ++stack_.back().cur;
+      }
+      if (!p_.quiet_progress && (iter & 1023) == 0) {
+        auto now = SteadyClock::now();
+        if (now - last_progress >=
+            std::chrono::seconds(p_.progress_output_period)) {
+          last_progress = now;
+          std::ostream& progress =
+              p_.progress_stream != nullptr ? *p_.progress_stream : std::cout;
+          progress << name_ << ": " << p_.executions << " executions, "
+                   << p_.blocked_executions << " pruned, depth "
+                   << stack_.size() << "\n";
+        }
+      }
+    }
+  }
+  p_.seconds =
+      std::chrono::duration<double>(SteadyClock::now() - start).count();
+  p_.test_result = found;
+  p_.stop_iteration = p_.executions + p_.blocked_executions;
+  if (found != test_result_success) {
+    p_.final_state = state;
+    // Re-run the failing execution with tracing to print it.
+    if (p_.output_history) {
+      mode_ = Mode::kReplay;
+      std::istringstream in(state);
+      std::string tag;
+      in >> tag;
+      replay_.clear();
+      unsigned v;
+      while (in >> v) replay_.push_back(v);
+      trace_ = true;
+      std::ostream& o = *out_;
+      o << name_ << ": " << test_result_str(found) << " (expected "
+        << test_result_str(expected) << ")";
+      if (p_.search_type == sched_random && p_.initial_state.empty())
+        o << ", seed " << seed;
+      o << "\n";
+      RunOne();
+      if (!events_.empty() || failed_) PrintTrace();
+      o << "  replay with test_params::initial_state = \"" << state << "\"\n";
+    }
+  }
+  if (p_.print_summary) {
+    *out_ << name_ << ": " << test_result_str(found) << ", " << p_.executions
+          << " executions (+" << p_.blocked_executions << " pruned) in "
+          << p_.seconds << " s";
+    if (mode_ == Mode::kRandom) *out_ << ", seed " << seed;
+    *out_ << "\n";
+  }
+  return found;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- C API
+
+uint64_t Generation() { return g_generation; }
+
+int NewAtomic(unsigned width, uint64_t init, const debug_info& info) {
+  return g_engine->NewAtomic(width, init, info);
+}
+
+uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info) {
+  if (g_engine->aborting()) return 0;
+  Pending op;
+  op.kind = OpKind::kLoad;
+  op.loc = loc;
+  op.mo = mo;
+  op.info = info;
+  return g_engine->Op(op);
+}
+
+void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info) {
+  if (g_engine->aborting()) return;
+  Pending op;
+  op.kind = OpKind::kStore;
+  op.loc = loc;
+  op.mo = mo;
+  op.val = v;
+  op.info = info;
+  g_engine->Op(op);
+}
+
+uint64_t AtomicRmw(int loc, RmwOp rop, uint64_t operand, memory_order mo,
+                   const debug_info& info) {
+  if (g_engine->aborting()) return 0;
+  Pending op;
+  op.kind = OpKind::kRmw;
+  op.loc = loc;
+  op.mo = mo;
+  op.op = rop;
+  op.val = operand;
+  op.info = info;
+  return g_engine->Op(op);
+}
+
+bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
+               memory_order success, memory_order failure,
+               const debug_info& info) {
+  if (g_engine->aborting()) return false;
+  Pending op;
+  op.kind = OpKind::kCas;
+  op.loc = loc;
+  op.mo = success;
+  op.mo_fail = failure;
+  op.val = desired;
+  op.expected = *expected;
+  op.info = info;
+  uint64_t old = g_engine->Op(op);
+  if (old == *expected) return true;
+  *expected = old;
+  return false;
+}
+
+void Fence(memory_order mo, const debug_info& info) {
+  if (g_generation == 0) {
+    std::atomic_thread_fence(mo);
+    return;
+  }
+  if (g_engine->aborting()) return;
+  g_engine->Fence(mo, info);
+}
+
+void Yield(unsigned count, const debug_info& info) {
+  (void)count;
+  if (g_generation == 0 || g_engine->aborting()) return;
+  g_engine->Yield(info);
+}
+
+unsigned Rand(unsigned limit, const debug_info& info) {
+  (void)info;
+  if (g_generation == 0 || g_engine->aborting()) return 0;
+  return g_engine->Rand(limit);
+}
+
+unsigned ThreadIndex() {
+  if (g_generation == 0) return 0;
+  return g_engine->ThreadIndex();
+}
+
+void Fail(test_result_e result, const char* desc, const debug_info& info) {
+  if (g_generation == 0) {
+    std::fprintf(stderr, "%s:%u: %s\n", info.file_, info.line_, desc);
+    std::abort();
+  }
+  g_engine->Fail(result, desc, info);
+}
+
+void Until(const char* desc, const debug_info& info) {
+  if (g_generation == 0) return;
+  g_engine->Fail(test_result_until_condition_hit, desc, info);
+}
+
+int NewVar(bool initialized, const debug_info& info) {
+  (void)info;
+  return g_engine->NewVar(initialized);
+}
+
+void VarAccess(int var, bool write, const debug_info& info) {
+  if (g_engine->aborting()) return;
+  g_engine->VarAccess(var, write, info);
+}
+
+test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
+                  test_result_e expected, const std::string& name) {
+  if (threads + 1 > static_cast<unsigned>(kMaxThreads)) {
+    std::cerr << name << ": at most " << kMaxThreads - 1 << " threads\n";
+    params.test_result = test_result_inconsistent_test_suite;
+    return test_result_inconsistent_test_suite;
+  }
+  Engine engine(suite, params, threads, name);
+  Engine* saved = g_engine;
+  g_engine = &engine;
+  test_result_e r = engine.Run(expected);
+  g_engine = saved;
+  return r;
+}
+
+}  // namespace detail
+}  // namespace rl

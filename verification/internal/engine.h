@@ -1,0 +1,158 @@
+// Interface between the Relacy-dialect front end (relacy/*.hpp) and the
+// exploration engine (engine.cc). Everything the templates need is here, in
+// terms of type-erased 64-bit values, so the engine is compiled once.
+#ifndef PERCPU_VERIFICATION_INTERNAL_ENGINE_H_
+#define PERCPU_VERIFICATION_INTERNAL_ENGINE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <version>
+#if defined(__cpp_lib_source_location)
+#include <source_location>
+#endif
+#include <string>
+
+namespace rl {
+
+using memory_order = std::memory_order;
+inline constexpr memory_order mo_relaxed = std::memory_order_relaxed;
+inline constexpr memory_order mo_consume = std::memory_order_consume;
+inline constexpr memory_order mo_acquire = std::memory_order_acquire;
+inline constexpr memory_order mo_release = std::memory_order_release;
+inline constexpr memory_order mo_acq_rel = std::memory_order_acq_rel;
+inline constexpr memory_order mo_seq_cst = std::memory_order_seq_cst;
+
+// Source position of an operation, for traces and race reports.
+struct debug_info {
+  const char* file_ = "";
+  unsigned line_ = 0;
+  const char* func_ = "";
+
+  constexpr debug_info() = default;
+  constexpr debug_info(const char* file, unsigned line, const char* func = "")
+      : file_(file), line_(line), func_(func) {}
+#if defined(__cpp_lib_source_location)
+  constexpr debug_info(const std::source_location& loc)  // NOLINT
+      : file_(loc.file_name()), line_(loc.line()), func_(loc.function_name()) {}
+#endif
+};
+
+typedef unsigned thread_id_t;
+
+enum test_result_e {
+  test_result_success,
+  test_result_until_condition_hit,
+  test_result_inconsistent_test_suite,
+  test_result_user_assert_failed,
+  test_result_user_invariant_failed,
+  test_result_data_race,
+  test_result_access_to_freed_memory,
+  test_result_double_free,
+  test_result_memory_leak,
+  test_result_resource_leak,
+  test_result_unitialized_access,
+  test_result_deadlock,
+  test_result_livelock,
+  // Additional results.
+  test_result_unhandled_exception,
+  test_result_execution_depth_limit,
+};
+
+const char* test_result_str(test_result_e r);
+
+enum scheduler_type_e {
+  sched_random,
+  sched_bound,
+  sched_full,
+  sched_count,
+};
+
+struct test_params {
+  // sched_random: number of executions. sched_full/sched_bound: ignored
+  // (see max_executions).
+  unsigned iteration_count = 1000;
+  std::ostream* output_stream = nullptr;  // null = std::cout
+  // Progress lines on long runs (every progress_output_period seconds);
+  // null = std::cout. Set quiet_progress to disable.
+  std::ostream* progress_stream = nullptr;
+  bool quiet_progress = false;
+  unsigned progress_output_period = 2;  // seconds between progress lines
+  bool collect_history = true;
+  bool output_history = true;  // print the trace of a failing execution
+  scheduler_type_e search_type = sched_full;
+  // sched_bound: maximal number of deferred reads per execution (reads that
+  // are scheduled after a later-indexed thread to read a later write).
+  unsigned context_bound = 2;
+  // Maximal number of events per execution; exceeding it is reported as
+  // test_result_execution_depth_limit (an unbounded loop without rl::yield).
+  unsigned execution_depth_limit = 2000;
+  // Replay: if non-empty, run exactly the execution it encodes.
+  std::string initial_state;
+  // Out: the encoded failing execution (feed back as initial_state).
+  std::string final_state;
+  // Out: result of the run and the number of the failing/last execution.
+  test_result_e test_result = test_result_success;
+  unsigned long long stop_iteration = 0;
+  // Extensions.
+  unsigned long long seed = 0;            // sched_random; 0 = time based
+  unsigned long long max_executions = 0;  // 0 = unlimited
+  // Out: complete executions and pruned ones (dead ends, redundant spins).
+  unsigned long long executions = 0;
+  unsigned long long blocked_executions = 0;
+  double seconds = 0;
+  bool print_summary = true;  // one summary line on output_stream
+  // Exploration: offer deferring a read only once a later write it could
+  // read has been seen (false: always offer it; same graphs, more dead ends).
+  bool lazy_deferral = true;
+};
+
+namespace detail {
+
+// Type-erased test suite, implemented by a template in relacy.hpp.
+class SuiteIface {
+ public:
+  virtual ~SuiteIface() = default;
+  virtual void Create() = 0;
+  virtual void Before() = 0;
+  virtual void Thread(unsigned index) = 0;
+  virtual void After() = 0;
+  virtual void Invariant() = 0;
+  virtual void Destroy() = 0;
+};
+
+enum class RmwOp : uint8_t { kXchg, kAdd, kSub, kAnd, kOr, kXor };
+
+// Thrown (inside a checker thread or the driver) to unwind an execution
+// that is being abandoned. Not derived from std::exception on purpose.
+struct AbortExecution {};
+
+// Serial of the running execution, 0 when none runs. Objects remember it
+// so objects from outside an execution fall back to plain behaviour.
+uint64_t Generation();
+
+int NewAtomic(unsigned width, uint64_t init, const debug_info& info);
+uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info);
+void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info);
+uint64_t AtomicRmw(int loc, RmwOp op, uint64_t operand, memory_order mo,
+                   const debug_info& info);
+bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
+               memory_order success, memory_order failure,
+               const debug_info& info);
+void Fence(memory_order mo, const debug_info& info);
+void Yield(unsigned count, const debug_info& info);
+unsigned Rand(unsigned limit, const debug_info& info);
+unsigned ThreadIndex();
+void Fail(test_result_e result, const char* desc, const debug_info& info);
+void Until(const char* desc, const debug_info& info);
+int NewVar(bool initialized, const debug_info& info);
+void VarAccess(int var, bool write, const debug_info& info);
+
+// Explores the suite; returns the result found (success if none).
+test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
+                  test_result_e expected, const std::string& name);
+
+}  // namespace detail
+}  // namespace rl
+
+#endif  // PERCPU_VERIFICATION_INTERNAL_ENGINE_H_

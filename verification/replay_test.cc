@@ -1,0 +1,177 @@
+// Replay of failing executions, search modes, and spin/livelock handling.
+#include <sstream>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "relacy/relacy.hpp"
+
+namespace {
+
+// Fails only when both threads see the other's store late (SB 0,0).
+struct SbAssert : rl::test_suite<SbAssert, 2, rl::test_result_success> {
+  rl::atomic<int> x{0}, y{0};
+  int r0 = -1, r1 = -1;
+  void thread(unsigned i) {
+    if (i == 0) {
+      x.store(1, rl::mo_relaxed);
+      r0 = y.load(rl::mo_relaxed);
+    } else {
+      y.store(1, rl::mo_relaxed);
+      r1 = x.load(rl::mo_relaxed);
+    }
+  }
+  void after() { RL_ASSERT(r0 == 1 || r1 == 1); }
+};
+
+std::string TraceOf(const std::string& out) {
+  // The trace starts at the failing-execution header.
+  size_t at = out.find("---- failing execution");
+  size_t end = out.find("replay with");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  return out.substr(at, end - at);
+}
+
+TEST_CASE("replay: final_state fed back as initial_state reproduces it") {
+  std::ostringstream out1;
+  rl::test_params p1;
+  p1.output_stream = &out1;
+  CHECK(!rl::simulate<SbAssert>(p1));
+  CHECK(p1.test_result == rl::test_result_user_assert_failed);
+  REQUIRE(!p1.final_state.empty());
+
+  std::ostringstream out2;
+  rl::test_params p2;
+  p2.output_stream = &out2;
+  p2.initial_state = p1.final_state;
+  CHECK(!rl::simulate<SbAssert>(p2));
+  CHECK(p2.test_result == rl::test_result_user_assert_failed);
+  CHECK(p2.final_state == p1.final_state);
+  CHECK(TraceOf(out1.str()) == TraceOf(out2.str()));
+  CHECK(p2.executions + p2.blocked_executions == 0);  // only the replay ran
+  MESSAGE(out1.str());
+}
+
+TEST_CASE("replay: a random-mode failure replays too, with its seed printed") {
+  std::ostringstream out1;
+  rl::test_params p1;
+  p1.output_stream = &out1;
+  p1.search_type = rl::sched_random;
+  p1.iteration_count = 10000;
+  p1.seed = 12345;
+  CHECK(!rl::simulate<SbAssert>(p1));
+  CHECK(out1.str().find("seed 12345") != std::string::npos);
+  std::ostringstream out2;
+  rl::test_params p2;
+  p2.output_stream = &out2;
+  p2.initial_state = p1.final_state;
+  CHECK(!rl::simulate<SbAssert>(p2));
+  CHECK(TraceOf(out1.str()) == TraceOf(out2.str()));
+}
+
+TEST_CASE("replay: a seqcount-style race replays from its state") {
+  // Reuse of the string after a full search in a fresh process is the same
+  // operation: the string encodes decision indices only.
+  rl::test_params p;
+  p.output_history = false;
+  p.initial_state = "v1";  // all-first choices: a passing execution
+  CHECK(rl::simulate<SbAssert>(p));
+  CHECK(p.executions == 1);
+}
+
+// sched_bound: deferred reads are bounded; with bound 0 the reads only see
+// writes of lower-numbered threads placed before them.
+struct SbCount : rl::test_suite<SbCount, 2> {
+  rl::atomic<int> x{0}, y{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      x.store(1, rl::mo_relaxed);
+      y.load(rl::mo_relaxed);
+    } else {
+      y.store(1, rl::mo_relaxed);
+      x.load(rl::mo_relaxed);
+    }
+  }
+};
+TEST_CASE("search: sched_bound explores a subset, sched_full all") {
+  rl::test_params full;
+  CHECK(rl::simulate<SbCount>(full));
+  CHECK(full.executions == 4);
+  rl::test_params b0;
+  b0.search_type = rl::sched_bound;
+  b0.context_bound = 0;
+  CHECK(rl::simulate<SbCount>(b0));
+  CHECK(b0.executions == 2);
+  rl::test_params b1;
+  b1.search_type = rl::sched_bound;
+  b1.context_bound = 1;
+  CHECK(rl::simulate<SbCount>(b1));
+  CHECK(b1.executions == 4);
+  rl::test_params rnd;
+  rnd.search_type = rl::sched_random;
+  rnd.iteration_count = 50;
+  CHECK(rl::simulate<SbCount>(rnd));
+  CHECK(rnd.executions + rnd.blocked_executions == 50);
+}
+
+// A waiter whose flag is never set: every thread is blocked spinning.
+struct NeverSet : rl::test_suite<NeverSet, 2, rl::test_result_livelock> {
+  rl::atomic<int> flag{0};
+  rl::atomic<int> other{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      other.store(1, rl::mo_relaxed);
+    } else {
+      while (flag.load(rl::mo_acquire) == 0) rl::yield(1);
+    }
+  }
+};
+TEST_CASE("spin: a wait that can never end is a livelock") {
+  rl::test_params p;
+  p.output_history = false;
+  CHECK(rl::simulate<NeverSet>(p));
+}
+
+// A spin loop without rl::yield hits the depth limit instead.
+struct NoYield
+    : rl::test_suite<NoYield, 2, rl::test_result_execution_depth_limit> {
+  rl::atomic<int> flag{0};
+  void thread(unsigned i) {
+    if (i == 1) {
+      while (flag.load(rl::mo_acquire) == 0) {
+      }
+    }
+  }
+};
+TEST_CASE("spin: a loop without yield hits execution_depth_limit") {
+  rl::test_params p;
+  p.output_history = false;
+  p.execution_depth_limit = 200;
+  CHECK(rl::simulate<NoYield>(p));
+}
+
+// Spin-wait for a flag set by another thread: finite, and the number of
+// executions does not depend on the thread numbering.
+template <unsigned kWaiter>
+struct WaitFlag : rl::test_suite<WaitFlag<kWaiter>, 2> {
+  rl::atomic<int> flag{0};
+  rl::var<int> data{0};
+  void thread(unsigned i) {
+    if (i != kWaiter) {
+      VAR(data) = 42;
+      flag.store(1, rl::mo_release);
+    } else {
+      while (flag.load(rl::mo_acquire) == 0) rl::yield(1);
+      RL_ASSERT(VAR(data) == 42);
+    }
+  }
+};
+TEST_CASE("spin: waiting for a flag is explored finitely") {
+  rl::test_params a, b;
+  CHECK(rl::simulate<WaitFlag<0>>(a));
+  CHECK(rl::simulate<WaitFlag<1>>(b));
+  CHECK(a.executions >= 1);
+  CHECK(b.executions >= 1);
+}
+
+}  // namespace

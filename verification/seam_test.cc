@@ -1,0 +1,55 @@
+// The project's atomics seam compiles against the checker and behaves:
+// percpu::internal::Atomic / ThreadFence / SpinPause under PERCPU_MODEL_CHECK.
+#ifndef PERCPU_MODEL_CHECK
+#define PERCPU_MODEL_CHECK 1
+#endif
+#include <cstdint>
+
+#include "doctest/doctest.h"
+#include "primitives/internal/atomic.h"
+
+namespace {
+
+using percpu::internal::Atomic;
+
+// A class shaped like the primitives: atomics initialized by constructor.
+class Published {
+ public:
+  void Publish(uint64_t v) {
+    value_.store(v, std::memory_order_relaxed);
+    percpu::internal::ThreadFence(std::memory_order_release);
+    ready_.store(true, std::memory_order_relaxed);
+  }
+  uint64_t Wait() {
+    while (!ready_.load(std::memory_order_relaxed))
+      percpu::internal::SpinPause();
+    percpu::internal::ThreadFence(std::memory_order_acquire);
+    return value_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  Atomic<uint64_t> value_{0};
+  Atomic<bool> ready_{false};
+};
+
+struct SeamTest : rl::test_suite<SeamTest, 2> {
+  Published p;
+  Atomic<uint32_t> counter{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      p.Publish(42);
+    } else {
+      RL_ASSERT(p.Wait() == 42);
+    }
+    counter.fetch_add(1, std::memory_order_relaxed);
+  }
+  void after() { RL_ASSERT(counter.load(std::memory_order_relaxed) == 2); }
+};
+
+TEST_CASE("seam: primitives' Atomic maps onto rl::atomic") {
+  rl::test_params p;
+  CHECK(rl::simulate<SeamTest>(p));
+  CHECK(p.executions > 0);
+}
+
+}  // namespace
