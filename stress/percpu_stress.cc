@@ -31,6 +31,8 @@
 #include "primitives/percpu_alloc.h"
 #include "primitives/percpu_counter.h"
 #include "primitives/percpu_mib.h"
+#include "primitives/percpu_pair.h"
+#include "primitives/percpu_stats.h"
 #include "primitives/topology.h"
 #include "stress/harness.h"
 
@@ -56,6 +58,9 @@ struct alignas(64) WriterTotals {
   std::atomic<uint64_t> flow{0};
   std::atomic<uint64_t> cpu_slot{0};
   std::atomic<uint64_t> per_thread{0};
+  std::atomic<uint64_t> fam_single{0};
+  std::atomic<uint64_t> fam_mib{0};
+  std::atomic<uint64_t> fam_pair{0};  // packets; bytes = 3 * packets
 };
 
 template <typename T>
@@ -86,6 +91,19 @@ void Stress(const Options& options, Reporter& reporter) {
   if (!mib_or.ok() || !counter_or.ok() || !cpu_slots_or.ok()) {
     return reporter.Fail("setup failed");
   }
+  // The counter families (percpu_stats.h, percpu_pair.h): on this simulated
+  // topology they use the fallback writer (sched_getcpu + hotplug-safe
+  // slots), so writers are NOT quiesced for them: real CPU ids and random
+  // stale ids race the hotplug thread's Offline/Online.
+  auto fam_single_or = PerCpuU64::Create(topo, alloc);
+  auto fam_mib_or = PerCpuU64Mib<kMibItems>::Create(topo, alloc);
+  auto fam_pair_or = PerCpuPacketsBytes::Create(topo, alloc);
+  if (!fam_single_or.ok() || !fam_mib_or.ok() || !fam_pair_or.ok()) {
+    return reporter.Fail("family setup failed");
+  }
+  PerCpuU64& fam_single = **fam_single_or;
+  PerCpuU64Mib<kMibItems>& fam_mib = **fam_mib_or;
+  PerCpuPacketsBytes& fam_pair = **fam_pair_or;
   PerCpuMib<kMibItems>& mib = **mib_or;
   PerCpuCounter& counter = **counter_or;
   CpuSlotCounter& cpu_slots = **cpu_slots_or;
@@ -123,7 +141,7 @@ void Stress(const Options& options, Reporter& reporter) {
           continue;
         }
         const uint64_t d = 1 + rng.Below(1000);
-        switch (rng.Below(5)) {
+        switch (rng.Below(8)) {
           case 0:
             mine.mib.store(mine.mib.load(std::memory_order_relaxed) + d,
                            std::memory_order_relaxed);
@@ -157,6 +175,40 @@ void Stress(const Options& options, Reporter& reporter) {
             std::atomic_thread_fence(std::memory_order_release);  // Pairs with: acquire fence in the per-thread reader.
             per_thread.Add(d);
             break;
+          case 5:
+            mine.fam_single.store(
+                mine.fam_single.load(std::memory_order_relaxed) + d,
+                std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_release);  // Pairs with: acquire fence in the families' reader.
+            if (rng.Below(2) == 0) {
+              fam_single.Add(d);  // hot path: real CPU id
+            } else {
+              // A stale id: any writer's CPU, possibly going offline now.
+              (void)fam_single.AddOnCpu(static_cast<int>(rng.Below(writers)), d);
+            }
+            break;
+          case 6:
+            mine.fam_mib.store(mine.fam_mib.load(std::memory_order_relaxed) + d,
+                               std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_release);  // Pairs with: acquire fence in the families' reader.
+            if (rng.Below(2) == 0) {
+              fam_mib.Add(op % kMibItems, d);
+            } else {
+              (void)fam_mib.AddOnCpu(static_cast<int>(rng.Below(writers)),
+                                     op % kMibItems, d);
+            }
+            break;
+          case 7:
+            mine.fam_pair.store(mine.fam_pair.load(std::memory_order_relaxed) + d,
+                                std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_release);  // Pairs with: acquire fence in the families' reader.
+            if (rng.Below(2) == 0) {
+              fam_pair.Add(d, 3 * d);
+            } else {
+              (void)fam_pair.AddOnCpu(static_cast<int>(rng.Below(writers)), d,
+                                      3 * d);
+            }
+            break;
         }
         if (rng.Below(128) == 0) std::this_thread::yield();
       }
@@ -176,7 +228,8 @@ void Stress(const Options& options, Reporter& reporter) {
   for (int r = 0; r < 2; ++r) {
     readers.emplace_back([&] {
       uint64_t last_mib = 0, last_counter = 0, last_flow = 0, last_slot = 0,
-               last_thread = 0;
+               last_thread = 0, last_fs = 0, last_fm = 0, last_fp = 0;
+      std::array<uint64_t, kMibItems> fam_snapshot;
       std::array<uint64_t, kMibItems> snapshot;
       while (!stop.load(std::memory_order_relaxed) && !reporter.failed()) {
         mib.Snapshot(snapshot);  // ends with an acquire fence (retry check)
@@ -223,6 +276,26 @@ void Stress(const Options& options, Reporter& reporter) {
               attempted_sum(&WriterTotals::per_thread) +
                   churn_attempted.load(std::memory_order_relaxed));
         last_thread = std::max(last_thread, thread_sum);
+
+        const uint64_t fs = fam_single.Sum();
+        fam_mib.FoldAll(fam_snapshot);
+        uint64_t fm = 0;
+        for (uint64_t v : fam_snapshot) fm += v;
+        const PacketsBytes fp = fam_pair.Sum();
+        std::atomic_thread_fence(std::memory_order_acquire);  // Pairs with: release fence before the families' adds.
+        Check(reporter, "PerCpuU64", fs, last_fs,
+              attempted_sum(&WriterTotals::fam_single));
+        Check(reporter, "PerCpuU64Mib total", fm, last_fm,
+              attempted_sum(&WriterTotals::fam_mib));
+        Check(reporter, "PerCpuPacketsBytes packets", fp.packets, last_fp,
+              attempted_sum(&WriterTotals::fam_pair));
+        if (fp.bytes != 3 * fp.packets) {
+          reporter.Fail("PerCpuPacketsBytes pair torn: " + Str(fp.packets) +
+                        " packets, " + Str(fp.bytes) + " bytes");
+        }
+        last_fs = std::max(last_fs, fs);
+        last_fm = std::max(last_fm, fm);
+        last_fp = std::max(last_fp, fp.packets);
       }
     });
   }
@@ -332,6 +405,14 @@ void Stress(const Options& options, Reporter& reporter) {
   for (uint64_t v : snapshot) mib_total += v;
   uint64_t flow_packets = 0;
   for (const auto& flow : flows) flow_packets += flow->Read().packets;
+  std::array<uint64_t, kMibItems> fam_snapshot;
+  fam_mib.FoldAll(fam_snapshot);
+  uint64_t fam_mib_total = 0;
+  for (uint64_t v : fam_snapshot) fam_mib_total += v;
+  const PacketsBytes fam_pair_total = fam_pair.Sum();
+  if (fam_pair_total.bytes != 3 * fam_pair_total.packets) {
+    reporter.Fail("final PerCpuPacketsBytes pair torn");
+  }
   const struct {
     const char* what;
     uint64_t got, want;
@@ -345,6 +426,11 @@ void Stress(const Options& options, Reporter& reporter) {
       {"per-thread counter", per_thread.Sum(),
        attempted_sum(&WriterTotals::per_thread) +
            churn_attempted.load(std::memory_order_relaxed)},
+      {"PerCpuU64", fam_single.Sum(), attempted_sum(&WriterTotals::fam_single)},
+      {"PerCpuU64Mib total", fam_mib_total,
+       attempted_sum(&WriterTotals::fam_mib)},
+      {"PerCpuPacketsBytes packets", fam_pair_total.packets,
+       attempted_sum(&WriterTotals::fam_pair)},
   };
   for (const auto& f : finals) {
     if (f.got != f.want) {

@@ -200,6 +200,92 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
   return cpu;
 }
 
+#if defined(__x86_64__)
+#define PERCPU_HAVE_RSEQ_LATCH_ASM 1
+
+// The latch ("double buffer") add of a (packets, bytes) pair, for
+// primitives/percpu_pair.h. The slot of CPU c is at base + c * stride:
+//   +0  u64 version    (its low bit selects the active copy)
+//   +16 u64 copy[0].packets, +24 copy[0].bytes
+//   +32 u64 copy[1].packets, +40 copy[1].bytes
+// The sequence reads version v, writes copy[(v+1)&1] = copy[v&1] + (p, b)
+// (speculative stores to the INACTIVE copy: idempotent on restart, and a
+// reader of that copy read an older version and will retry), then commits
+// with the single store version = v + 1. Ordering: the data stores must not
+// become visible before the previous version store (a reader of version
+// v-1 reads this very copy and must then see version >= v). x86-TSO never
+// reorders stores with older stores, and every earlier commit to this slot
+// was made on this CPU (single writer per slot), so program order plus the
+// asm's "memory" clobber is the release fence; the commit store is a
+// release store for the same reason. Returns the CPU id used; >= n means
+// nothing was written. aarch64 has no version of this sequence (it would
+// need a "dmb ishst" before the data stores and could not be tested under
+// qemu): the pair uses its fallback there.
+inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
+                                 uint64_t packets, uint64_t bytes) {
+  uint32_t cpu;
+  uintptr_t addr;
+  uint64_t ver, idx, t1, t2;
+  const intptr_t off = __rseq_offset;
+  __asm__ __volatile__(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 5f\n\t"
+      ".popsection\n\t"
+      // restart: rseq->rseq_cs = &descriptor.
+      "0:\n\t"
+      "leaq 3b(%%rip), %[t1]\n\t"
+      "movq %[t1], %%fs:8(%[off])\n\t"
+      // start_ip: cpu id, bounds check before any store.
+      "1:\n\t"
+      "movl %%fs:4(%[off]), %k[cpu]\n\t"
+      "cmpl %k[n], %k[cpu]\n\t"
+      "jae 5f\n\t"
+      "movl %k[cpu], %k[addr]\n\t"
+      "imulq %[stride], %[addr]\n\t"
+      "addq %[base], %[addr]\n\t"
+      // v = version; idx = 16 * (v & 1) = offset of the active copy - 16.
+      "movq (%[addr]), %[ver]\n\t"
+      "movq %[ver], %[idx]\n\t"
+      "andq $1, %[idx]\n\t"
+      "shlq $4, %[idx]\n\t"
+      "movq 16(%[addr],%[idx]), %[t1]\n\t"
+      "movq 24(%[addr],%[idx]), %[t2]\n\t"
+      "addq %[p], %[t1]\n\t"
+      "addq %[b], %[t2]\n\t"
+      // The inactive copy: speculative stores (ordered after the previous
+      // version store by TSO).
+      "xorq $16, %[idx]\n\t"
+      "movq %[t1], 16(%[addr],%[idx])\n\t"
+      "movq %[t2], 24(%[addr],%[idx])\n\t"
+      "addq $1, %[ver]\n\t"
+      // Commit: the single store that publishes the new copy.
+      "movq %[ver], (%[addr])\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      "jmp 0b\n\t"
+      ".popsection\n\t"
+      "5:\n\t"
+      : [cpu] "=&r"(cpu), [addr] "=&r"(addr), [ver] "=&r"(ver),
+        [idx] "=&r"(idx), [t1] "=&r"(t1), [t2] "=&r"(t2)
+      : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
+        [p] "r"(packets), [b] "r"(bytes)
+      : "memory", "cc");
+  return cpu;
+}
+#endif  // __x86_64__
+
 // The current thread's rseq cpu_id field as a signed value: >= 0 when the
 // thread is registered, -1 (uninitialized) or -2 (registration failed).
 // Precondition: __rseq_size > 0.

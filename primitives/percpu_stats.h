@@ -1,0 +1,440 @@
+// Per-CPU 64-bit statistics counters written on "this CPU", hotplug-aware:
+//
+//   PerCpuU64Mib<N>  N counters per CPU (an SNMP-MIB-like block): Add(item,
+//                    delta) on the calling thread's CPU, Read(item), FoldAll
+//                    (cpu-major, into a caller's std::array, never the heap).
+//   PerCpuU64        a single counter: Add(delta)/Inc(), Sum().
+//
+// (PerCpuPacketsBytes, the pair with a consistent read, is in
+// primitives/percpu_pair.h.)
+//
+// Memory: one contiguous block of N internal::Atomic<uint64_t> per possible
+// CPU from a PerCpuAllocator (cpu-major: CPU c's block is at CPU 0's block +
+// c * unit stride), plus per-object accumulators and overflow counters.
+//
+// Writers (docs/writers.md, "Counter families"). Each object picks its writer
+// once, at Create:
+//   * rseq: when CurrentWriterMode() == kRseq AND the topology describes the
+//     real CPUs (Topology::FromSysfs) -- or the caller sets
+//     PerCpuStatsOptions::rseq_with_simulated_topology, promising that no
+//     simulated offline/absent event hits a CPU id writers run on while they
+//     write (tests without hotplug). Add() is ONE restartable load/add/store
+//     of the item's word (internal::RseqAddU64 with base = item i of CPU 0's
+//     block, stride = unit stride): no lock prefix, single writer per slot.
+//   * fallback (everything else, in particular every simulated topology):
+//     cpu = sched_getcpu(); if cpu is a present CPU of the topology, a relaxed
+//     fetch_add on its slot; else the per-item overflow counter. Several
+//     threads may hit one slot (the id is stale at once); the RMW makes that
+//     exact. A thread may add to a CPU that went offline after it read the
+//     id: see "Hotplug".
+//   An out-of-range CPU id (a topology smaller than the machine, a thread
+//   without a CPU id) goes to the overflow counter (atomic fetch_add) in both
+//   modes: nothing is lost, nothing indexed out of bounds. The two modes never
+//   meet on one object's slots.
+//
+// Hotplug: a fold callback (inside the topology's hotplug write section)
+// moves, for kOffline and kAbsent of cpu c, every slot of c into the
+// object's accumulator with an atomic exchange(0): acc[i] += slot_c[i].
+// Readers compute acc + overflow + sum over the PRESENT CPUs inside a
+// hotplug_seq() read section. Visiting present (not only online) CPUs is
+// what makes the fallback race harmless: a writer that read cpu == c before
+// c went offline and adds after c's fold leaves its delta in c's slot, which
+// readers still visit (and the next fold of c moves again); no value ever
+// moves outside the write section, so totals are exact and monotonic, and
+// exchange(0) moves each value exactly once (docs/writers.md has the proof;
+// verification/percpu_stats_model_test.cc checks it).
+//
+// Memory-ordering contract: adds are relaxed RMWs (or the rseq store); no
+// ordering with other data. Read/FoldAll return, per CPU, a value its slot
+// held during the read, plus the accumulator consistent with the CPU set;
+// for increasing counters a reader's totals never decrease, across hotplug
+// events. A read that happens after an Add() includes it.
+//
+// Usage constraints:
+//   * Add/Inc from any thread, any time; async-signal-safe in both modes
+//     (rseq: the interrupted section restarts; fallback: atomic RMW) once
+//     CurrentWriterMode() was called outside a handler (Create does).
+//   * Readers anywhere except inside a hotplug callback of the same topology
+//     or a handler interrupting that topology's hotplug event (they spin).
+//   * Known limit of the fallback: a writer delayed between sched_getcpu()
+//     and its fetch_add across BOTH the Offline and the SetAbsent (hot-remove)
+//     of its CPU writes into released memory and may lose that one update
+//     (detecting in-flight writers would need a grace period on the hot
+//     path). Offline/online races lose nothing.
+//   * The topology and allocator outlive the object; no access during or
+//     after destruction (debug builds catch a late Add/Read through a
+//     poisoned magic word, reported via contract.h).
+#ifndef PERCPU_PRIMITIVES_PERCPU_STATS_H_
+#define PERCPU_PRIMITIVES_PERCPU_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "primitives/contract.h"
+#include "primitives/fold.h"
+#include "primitives/internal/atomic.h"
+#include "primitives/internal/rseq_asm.h"
+#include "primitives/percpu_alloc.h"
+#include "primitives/rseq.h"
+#include "primitives/status.h"
+#include "primitives/topology.h"
+
+namespace percpu {
+
+struct PerCpuStatsOptions {
+  // Use the rseq writer although the topology is simulated. The caller
+  // promises that no simulated Offline/SetAbsent hits a CPU id on which
+  // writers run while they write (the real CPU keeps running, so an rseq
+  // store could race the fold's exchange).
+  bool rseq_with_simulated_topology = false;
+};
+
+namespace internal {
+
+#if !defined(PERCPU_MODEL_CHECK)
+// Fallback writers must never see a torn 64-bit word on 32-bit targets:
+// fetch_add must be a real lock-free RMW (cmpxchg8b on i686, ldrexd/strexd
+// on armv7).
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "64-bit atomics must be lock-free on this target");
+#endif
+
+// Whether an object on `topo` uses the rseq writer.
+inline bool StatsUseRseq(const Topology& topo,
+                         const PerCpuStatsOptions& options) {
+#if PERCPU_HAVE_RSEQ_ASM
+  return CurrentWriterMode() == WriterMode::kRseq &&
+         (!topo.sysfs_dir().empty() || options.rseq_with_simulated_topology);
+#else
+  (void)topo;
+  (void)options;
+  return false;
+#endif
+}
+
+// The fallback's CPU id: sched_getcpu(), or -1 (no id) under the model
+// checker, whose tests name the CPU explicitly (AddOnCpu).
+inline int FallbackCpuId() {
+#if defined(PERCPU_MODEL_CHECK)
+  return -1;
+#else
+  return sched_getcpu();
+#endif
+}
+
+// The fold of one slot word into its accumulator, inside the hotplug write
+// section (single writer of acc: callbacks are serialized). Relaxed
+// suffices: readers read slot and acc inside a hotplug read section, whose
+// seqcount orders them (a reader that sees the exchange's 0, or a later
+// fetch_add in its release sequence, retries); the exchange's atomicity
+// guarantees a concurrent fallback fetch_add lands either before (moved
+// now) or after (stays in the slot, still visited) -- never lost or moved
+// twice.
+inline void FoldSlotIntoAcc(Atomic<uint64_t>& slot, Atomic<uint64_t>& acc) {
+  // Relaxed suffices: see above (atomicity is what matters).
+  const uint64_t v = slot.exchange(0, std::memory_order_relaxed);
+  // Relaxed suffices: acc's only writer is this callback (hotplug mutex).
+  acc.store(acc.load(std::memory_order_relaxed) + v,
+            std::memory_order_relaxed);
+}
+
+}  // namespace internal
+
+template <size_t N>
+class PerCpuU64Mib {
+ public:
+  static_assert(N > 0, "a MIB has at least one item");
+  static constexpr size_t kItems = N;
+  using Word = internal::Atomic<uint64_t>;
+
+  // Allocates the zeroed per-CPU blocks and registers the fold callback.
+  static StatusOr<std::unique_ptr<PerCpuU64Mib>> Create(
+      Topology& topo, PerCpuAllocator& alloc, PerCpuStatsOptions options = {}) {
+#if !defined(PERCPU_MODEL_CHECK)
+    (void)CurrentWriterMode();  // choose the mode outside any signal handler
+#endif
+    StatusOr<PerCpuPtr<Word>> slots = alloc.AllocateArray<Word>(N);
+    if (!slots.ok()) return slots.status();
+    std::unique_ptr<PerCpuU64Mib> mib(new (std::nothrow) PerCpuU64Mib(
+        topo, alloc, *slots, internal::StatsUseRseq(topo, options)));
+    if (mib == nullptr) {
+      (void)alloc.Free(*slots);
+      return ResourceExhaustedError("PerCpuU64Mib::Create: out of memory");
+    }
+    // Registered before any writer can see the object.
+    PerCpuU64Mib* self = mib.get();
+    StatusOr<uint64_t> id = topo.RegisterHotplugCallbacks(
+        nullptr, [self](HotplugEvent event, int cpu) {
+          return self->FoldCallback(event, cpu);
+        });
+    if (!id.ok()) return id.status();  // the destructor frees the slots
+    mib->callback_id_ = *id;
+    return mib;
+  }
+
+  ~PerCpuU64Mib() {
+    magic_ = kDeadMagic;
+    // Unregister first: afterwards the callback never runs again.
+    if (callback_id_ != 0) (void)topo_.UnregisterHotplugCallbacks(callback_id_);
+    (void)alloc_.Free(slots_);
+  }
+  PerCpuU64Mib(const PerCpuU64Mib&) = delete;
+  PerCpuU64Mib& operator=(const PerCpuU64Mib&) = delete;
+
+  // Adds delta (mod 2^64) to `item` of the calling thread's CPU. An item
+  // >= N is dropped (debug builds report it); use AddChecked to get a Status.
+  void Add(size_t item, uint64_t delta) {
+    if (!CheckAlive() || __builtin_expect(item >= N, 0)) {
+#if PERCPU_CONTRACT_CHECKS
+      if (item >= N) {
+        internal::ReportContractViolation(
+            "PerCpuU64Mib::Add: item out of range");
+      }
+#endif
+      return;
+    }
+#if PERCPU_HAVE_RSEQ_ASM
+    if (__builtin_expect(use_rseq_, 1)) {
+      const uint32_t cpu = internal::RseqAddU64(
+          slots_.base_address() + item * sizeof(Word), slots_.stride(), n_,
+          delta);
+      if (__builtin_expect(cpu >= n_, 0)) AddOverflow(item, delta);
+      return;
+    }
+#endif
+    FallbackAdd(internal::FallbackCpuId(), item, delta);
+  }
+  void Inc(size_t item) { Add(item, 1); }
+
+  // As Add(); OutOfRange naming the item if item >= N.
+  Status AddChecked(size_t item, uint64_t delta) {
+    if (item >= N) {
+      return OutOfRangeError("PerCpuU64Mib::Add: item " +
+                             std::to_string(item) + " is not in [0, " +
+                             std::to_string(N) + ")");
+    }
+    Add(item, delta);
+    return Status::Ok();
+  }
+
+  // The fallback writer with an explicit CPU id (what Add() does after
+  // sched_getcpu(); tests and simulations use it to write "on" a simulated
+  // CPU, including a stale id racing that CPU's offline). OutOfRange for a
+  // bad cpu/item; FailedPrecondition if this object uses the rseq writer
+  // (rseq stores and atomic RMWs must never meet on one slot).
+  Status AddOnCpu(int cpu, size_t item, uint64_t delta) {
+    if (use_rseq_) {
+      return FailedPreconditionError(
+          "PerCpuU64Mib::AddOnCpu: the object uses the rseq writer");
+    }
+    Status valid = topo_.ValidateCpu(cpu);
+    if (!valid.ok()) {
+      return OutOfRangeError("PerCpuU64Mib::AddOnCpu: " + valid.message());
+    }
+    if (item >= N) {
+      return OutOfRangeError("PerCpuU64Mib::AddOnCpu: item " +
+                             std::to_string(item) + " is not in [0, " +
+                             std::to_string(N) + ")");
+    }
+    if (!CheckAlive()) return FailedPreconditionError("destroyed object");
+    FallbackAdd(cpu, item, delta);
+    return Status::Ok();
+  }
+
+  // acc + overflow + the sum over present CPUs of `item`, in one hotplug
+  // read section. 0 for item >= N (debug builds report it).
+  uint64_t Read(size_t item) const {
+    if (!CheckAlive()) return 0;
+    if (item >= N) {
+#if PERCPU_CONTRACT_CHECKS
+      internal::ReportContractViolation("PerCpuU64Mib::Read: item out of range");
+#endif
+      return 0;
+    }
+    return ReadOver(PresentCpus(topo_), item);
+  }
+  StatusOr<uint64_t> ReadChecked(size_t item) const {
+    if (item >= N) {
+      return OutOfRangeError("PerCpuU64Mib::Read: item " +
+                             std::to_string(item) + " is not in [0, " +
+                             std::to_string(N) + ")");
+    }
+    return Read(item);
+  }
+
+  // Cpu-major fold of all items into out (overwritten), in one hotplug read
+  // section. Never allocates.
+  void FoldAll(std::array<uint64_t, N>& out) const {
+    if (!CheckAlive()) {
+      out.fill(0);
+      return;
+    }
+    FoldAllOver(PresentCpus(topo_), out);
+  }
+
+  // The same over an explicit CPU set (cross-checks; the model test's
+  // mutant folds only the online CPUs and must be caught losing counts).
+  template <typename CpuSet>
+  void FoldAllOver(const CpuSet& cpus, std::array<uint64_t, N>& out) const {
+    const SeqCount& seq = topo_.hotplug_seq();
+    for (;;) {
+      // Pairs with: WriteEnd()/WriteBegin() of Topology's event path (the
+      // acquire load / acquire fence are inside ReadBegin/ReadRetry).
+      const uint32_t start = seq.ReadBegin();
+      for (size_t i = 0; i < N; ++i) {
+        // Relaxed suffices: acc is ordered by the hotplug seqcount; overflow
+        // only grows (pure fetch_adds, never moved).
+        out[i] = acc_[i].load(std::memory_order_relaxed) +
+                 overflow_[i].load(std::memory_order_relaxed);
+      }
+      FoldAllAtomic(slots_, N, cpus, out.data());
+      if (!seq.ReadRetry(start)) return;
+    }
+  }
+  template <typename CpuSet>
+  uint64_t ReadOver(const CpuSet& cpus, size_t item) const {
+    return ReadHotplugConsistent(topo_, [&] {
+      // Relaxed suffices: as in FoldAllOver().
+      return acc_[item].load(std::memory_order_relaxed) +
+             overflow_[item].load(std::memory_order_relaxed) +
+             FoldFieldAtomic(slots_, cpus, item);
+    });
+  }
+
+  // One CPU's slot of `item` (relaxed; diagnostics). OutOfRange for bad ids.
+  StatusOr<uint64_t> OnCpu(int cpu, size_t item) const {
+    Status valid = topo_.ValidateCpu(cpu);
+    if (!valid.ok()) {
+      return OutOfRangeError("PerCpuU64Mib::OnCpu: " + valid.message());
+    }
+    if (item >= N) {
+      return OutOfRangeError("PerCpuU64Mib::OnCpu: item " +
+                             std::to_string(item) + " is not in [0, " +
+                             std::to_string(N) + ")");
+    }
+    // Relaxed suffices: one statistics value.
+    return slots_.on(cpu)[item].load(std::memory_order_relaxed);
+  }
+  // Adds of `item` that found no present/in-range CPU id.
+  uint64_t overflow(size_t item) const {
+    // Relaxed suffices: one statistics value.
+    return item < N ? overflow_[item].load(std::memory_order_relaxed) : 0;
+  }
+  bool uses_rseq() const { return use_rseq_; }
+  // The per-CPU words (model tests construct them in place).
+  const PerCpuPtr<Word>& slots() const { return slots_; }
+
+ private:
+  static constexpr uint32_t kAliveMagic = 0x57a75u;
+  static constexpr uint32_t kDeadMagic = 0xdeadc0deu;
+
+  PerCpuU64Mib(Topology& topo, PerCpuAllocator& alloc, PerCpuPtr<Word> slots,
+               bool use_rseq)
+      : topo_(topo),
+        alloc_(alloc),
+        slots_(slots),
+        n_(static_cast<uint32_t>(topo.num_possible())),
+        use_rseq_(use_rseq) {
+    for (size_t i = 0; i < N; ++i) {
+      // Relaxed suffices: not yet published (Create returns it).
+      acc_[i].store(0, std::memory_order_relaxed);
+      overflow_[i].store(0, std::memory_order_relaxed);
+    }
+  }
+
+  bool CheckAlive() const {
+#if PERCPU_CONTRACT_CHECKS
+    if (magic_ != kAliveMagic) {
+      internal::ReportContractViolation(
+          "PerCpuU64Mib: used after destruction (or corrupted)");
+      return false;
+    }
+#endif
+    return true;
+  }
+
+  void FallbackAdd(int cpu, size_t item, uint64_t delta) {
+    // IsPresent: never write a non-present CPU's memory (the allocator
+    // releases it); such adds go to the overflow counter.
+    if (__builtin_expect(static_cast<uint32_t>(cpu) < n_, 1) &&
+        topo_.IsPresent(cpu)) {
+      // Relaxed suffices: atomicity alone makes concurrent adds and the
+      // fold's exchange exact; nothing else is published.
+      slots_.on(cpu)[item].fetch_add(delta, std::memory_order_relaxed);
+      return;
+    }
+    AddOverflow(item, delta);
+  }
+
+  void AddOverflow(size_t item, uint64_t delta) {
+    // Relaxed suffices: many writers, atomicity alone is needed.
+    overflow_[item].fetch_add(delta, std::memory_order_relaxed);
+  }
+
+  Status FoldCallback(HotplugEvent event, int cpu) {
+    if (static_cast<uint32_t>(cpu) >= n_) {
+      return OutOfRangeError("PerCpuU64Mib::FoldCallback: cpu " +
+                             std::to_string(cpu));
+    }
+    // kOffline and kAbsent: the CPU is still present (its memory is released
+    // by the allocator's teardown callback only after the fold callbacks).
+    if (event == HotplugEvent::kOffline || event == HotplugEvent::kAbsent) {
+      Word* words = slots_.on(cpu);
+      for (size_t i = 0; i < N; ++i) {
+        internal::FoldSlotIntoAcc(words[i], acc_[i]);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Topology& topo_;
+  PerCpuAllocator& alloc_;
+  PerCpuPtr<Word> slots_;
+  const uint32_t n_;
+  const bool use_rseq_;
+  uint32_t magic_ = kAliveMagic;
+  uint64_t callback_id_ = 0;
+  Word acc_[N];       // written only by the fold callback
+  Word overflow_[N];  // fetch_add by writers without a usable CPU id
+};
+
+// A single per-CPU u64 statistics counter (PerCpuU64Mib<1>).
+class PerCpuU64 {
+ public:
+  static StatusOr<std::unique_ptr<PerCpuU64>> Create(
+      Topology& topo, PerCpuAllocator& alloc, PerCpuStatsOptions options = {}) {
+    StatusOr<std::unique_ptr<PerCpuU64Mib<1>>> mib =
+        PerCpuU64Mib<1>::Create(topo, alloc, options);
+    if (!mib.ok()) return mib.status();
+    std::unique_ptr<PerCpuU64> c(new (std::nothrow) PerCpuU64());
+    if (c == nullptr) {
+      return ResourceExhaustedError("PerCpuU64::Create: out of memory");
+    }
+    c->mib_ = std::move(*mib);
+    return c;
+  }
+
+  void Add(uint64_t delta) { mib_->Add(0, delta); }
+  void Inc() { mib_->Add(0, 1); }
+  Status AddOnCpu(int cpu, uint64_t delta) {
+    return mib_->AddOnCpu(cpu, 0, delta);
+  }
+  uint64_t Sum() const { return mib_->Read(0); }
+  StatusOr<uint64_t> OnCpu(int cpu) const { return mib_->OnCpu(cpu, 0); }
+  uint64_t overflow() const { return mib_->overflow(0); }
+  bool uses_rseq() const { return mib_->uses_rseq(); }
+  const PerCpuU64Mib<1>& mib() const { return *mib_; }
+
+ private:
+  PerCpuU64() = default;
+  std::unique_ptr<PerCpuU64Mib<1>> mib_;
+};
+
+}  // namespace percpu
+
+#endif  // PERCPU_PRIMITIVES_PERCPU_STATS_H_
