@@ -88,12 +88,31 @@ struct LazySlotAllocator {
   }
 };
 
-class LazyFlowStats {
+namespace internal {
+
+// The publication orders of the correct recipe. Only the model checker's
+// mutation tests instantiate BasicLazyFlowStats with anything else, to prove
+// that the checker catches a weakened variant of this very source.
+struct LazyFlowStatsRecipe {
+  // Publish(): the slot pointer, then the allocated bit. Either release
+  // alone orders the slot's construction before a reader of ForEachAllocated
+  // (which acquires both); both are kept so each load pairs on its own.
+  static constexpr std::memory_order kSlotStore = std::memory_order_release;
+  static constexpr std::memory_order kBitmapRmw = std::memory_order_release;
+  // ForEachAllocated() and HasSlot(): the readers' side of the same pairs.
+  static constexpr std::memory_order kBitmapLoad = std::memory_order_acquire;
+  static constexpr std::memory_order kSlotLoad = std::memory_order_acquire;
+};
+
+}  // namespace internal
+
+template <typename Recipe = internal::LazyFlowStatsRecipe>
+class BasicLazyFlowStats {
  public:
   // Creates the stats of one flow for CPUs 0..num_possible-1 and allocates
   // slot 0. Fails with InvalidArgument for num_possible outside [1, 4096],
   // ResourceExhausted if slot 0 cannot be allocated.
-  static StatusOr<std::unique_ptr<LazyFlowStats>> Create(
+  static StatusOr<std::unique_ptr<BasicLazyFlowStats>> Create(
       int num_possible,
       LazySlotAllocator allocator = LazySlotAllocator::Default()) {
     if (num_possible < 1 || num_possible > kMaxPossible) {
@@ -105,8 +124,8 @@ class LazyFlowStats {
       return InvalidArgumentError(
           "LazyFlowStats::Create: allocator has a null function");
     }
-    std::unique_ptr<LazyFlowStats> stats(
-        new (std::nothrow) LazyFlowStats(num_possible, allocator));
+    std::unique_ptr<BasicLazyFlowStats> stats(
+        new (std::nothrow) BasicLazyFlowStats(num_possible, allocator));
     if (stats == nullptr || stats->slots_ == nullptr ||
         stats->allocated_ == nullptr) {
       return ResourceExhaustedError(
@@ -122,7 +141,7 @@ class LazyFlowStats {
     return stats;
   }
 
-  ~LazyFlowStats() {
+  ~BasicLazyFlowStats() {
     if (slots_ != nullptr) {
       for (int cpu = 0; cpu < num_possible_; ++cpu) {
         // Relaxed suffices: the caller guarantees no concurrent access.
@@ -136,8 +155,8 @@ class LazyFlowStats {
     }
   }
 
-  LazyFlowStats(const LazyFlowStats&) = delete;
-  LazyFlowStats& operator=(const LazyFlowStats&) = delete;
+  BasicLazyFlowStats(const BasicLazyFlowStats&) = delete;
+  BasicLazyFlowStats& operator=(const BasicLazyFlowStats&) = delete;
 
   int num_possible() const { return num_possible_; }
 
@@ -205,7 +224,7 @@ class LazyFlowStats {
   bool HasSlot(int cpu) const {
     if (cpu < 0 || cpu >= num_possible_) return false;
     // Acquire pairs with: release store of slots_[cpu] in Publish().
-    return slots_[cpu].load(std::memory_order_acquire) != nullptr;  // Pairs with: Publish().
+    return slots_[cpu].load(Recipe::kSlotLoad) != nullptr;  // Pairs with: Publish().
   }
 
   // Number of CPUs with a slot (slot 0 included).
@@ -229,14 +248,14 @@ class LazyFlowStats {
     for (int w = 0; w < words; ++w) {
       // Acquire: a set bit implies the slot pointer stored before it is
       // visible. Pairs with: release fetch_or of allocated_ in Publish().
-      uint64_t bits = allocated_[w].load(std::memory_order_acquire);  // Pairs with: Publish().
+      uint64_t bits = allocated_[w].load(Recipe::kBitmapLoad);  // Pairs with: Publish().
       while (bits != 0) {
         const int bit = __builtin_ctzll(bits);
         bits &= bits - 1;
         const int cpu = w * 64 + bit;
         // Acquire: the slot's initialization is visible.
         // Pairs with: release store of slots_[cpu] in Publish().
-        const LazyFlowStatsSlot* s = slots_[cpu].load(std::memory_order_acquire);  // Pairs with: Publish().
+        const LazyFlowStatsSlot* s = slots_[cpu].load(Recipe::kSlotLoad);  // Pairs with: Publish().
         if (s != nullptr) f(cpu, *s);
       }
     }
@@ -246,7 +265,7 @@ class LazyFlowStats {
   static constexpr int kMaxPossible = 4096;
   static int Words(int n) { return (n + 63) / 64; }
 
-  LazyFlowStats(int num_possible, LazySlotAllocator allocator)
+  BasicLazyFlowStats(int num_possible, LazySlotAllocator allocator)
       : num_possible_(num_possible), allocator_(allocator) {
     slots_.reset(new (std::nothrow)
                      internal::Atomic<LazyFlowStatsSlot*>[num_possible]);
@@ -277,10 +296,10 @@ class LazyFlowStats {
     // Release: the slot's zero-initialization happens-before any reader that
     // sees the pointer. Pairs with: acquire loads of slots_ in
     // ForEachAllocated() and HasSlot().
-    slots_[cpu].store(s, std::memory_order_release);  // Pairs with: ForEachAllocated().
+    slots_[cpu].store(s, Recipe::kSlotStore);  // Pairs with: ForEachAllocated().
     // Release RMW: a reader that sees the bit also sees the pointer store
     // above. Pairs with: acquire load of allocated_ in ForEachAllocated().
-    allocated_[cpu / 64].fetch_or(uint64_t{1} << (cpu % 64), std::memory_order_release);  // Pairs with: ForEachAllocated().
+    allocated_[cpu / 64].fetch_or(uint64_t{1} << (cpu % 64), Recipe::kBitmapRmw);  // Pairs with: ForEachAllocated().
   }
 
   static void UpdateOwnSlot(LazyFlowStatsSlot& s, uint64_t bytes,
@@ -318,6 +337,9 @@ class LazyFlowStats {
   std::unique_ptr<internal::Atomic<uint64_t>[]> allocated_;
   internal::Atomic<uint64_t> fallback_updates_{0};
 };
+
+// The production type: the correct publication orders.
+using LazyFlowStats = BasicLazyFlowStats<>;
 
 }  // namespace percpu
 

@@ -147,6 +147,7 @@ struct Loc {
   unsigned width = 8;
   std::vector<int> mo;   // writes in modification order
   std::vector<int> acc;  // all accesses (init, reads, writes)
+  int init = -1;         // the construction (a non-atomic write) event
   debug_info info;
 };
 
@@ -303,6 +304,7 @@ class Engine {
   // ---- API entry points (called from user code) ----
   int NewAtomic(unsigned width, uint64_t init, const debug_info& info);
   uint64_t Op(Pending op);
+  void CheckInitialized(const Pending& op);
   void Fence(memory_order mo, const debug_info& info);
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
@@ -986,13 +988,39 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info) {
   e.mo_pos = 0;
   e.info = info;
   Push(b);
+  locs_[id].init = static_cast<int>(events_.size()) - 1;
   th.idx = e.idx;
   th.clock = e.post;
   th.porf = e.porf;
   return id;
 }
 
+// An atomic's construction is a non-atomic write ([atomics.types.operations]
+// /3: initialization is not an atomic operation), so an access not ordered
+// after it by happens-before is a data race. Only the accessing thread's
+// clock matters: the access itself cannot acquire its own initialization.
+void Engine::CheckInitialized(const Pending& op) {
+  const Loc& l = locs_[op.loc];
+  const ThreadState& th = threads_[cur_];
+  if (l.init < 0 || Hb(l.init, th.clock)) return;
+  static const char* kOpNames[] = {"?", "load", "store", "RMW", "CAS", "?"};
+  const Event& init = events_[l.init];
+  std::ostringstream s;
+  s << "data race on " << LocStr(op.loc) << ": its initialization (#" << l.init
+    << " by ";
+  if (init.tid == static_cast<int>(n_))
+    s << "main";
+  else
+    s << "thread " << init.tid;
+  s << " at " << BaseName(init.info.file_) << ":" << init.info.line_
+    << ") does not happen before the " << kOpNames[static_cast<int>(op.kind)]
+    << "(" << MoStr(op.mo) << ") by thread " << cur_ << " at "
+    << BaseName(op.info.file_) << ":" << op.info.line_;
+  Fail(test_result_data_race, s.str(), op.info);
+}
+
 uint64_t Engine::Op(Pending op) {
+  CheckInitialized(op);
   ThreadState& th = threads_[cur_];
   th.op = op;
   th.pending = true;
