@@ -219,12 +219,20 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
     live.placed = static_cast<uint32_t>(class_size);
     live.size_class = cls;
   } else {
-    // Large: first fit over free extents; one aligned-start computation per
-    // extent, so the cost does not grow with the alignment.
-    Status s = PlaceExtentLocked(op, static_cast<uint32_t>(rounded),
-                                 static_cast<uint32_t>(eff_align), &slot);
+    // Large: first fit over free extents, at cache-line granularity
+    // whatever alignment up to a line was asked for. Then no alignment
+    // padding is ever left behind as a small free hole: the extent map, and
+    // so the cost of every later placement, does not depend on the
+    // alignments requested (measured: 200-byte objects at alignment 64 ran
+    // at 0.43x the rate of alignment 8 when holes were kept). Costs at most
+    // 63 bytes per large object.
+    const size_t placed = RoundUp(rounded, kCacheLineSize);
+    const size_t place_align =
+        eff_align > kCacheLineSize ? eff_align : kCacheLineSize;
+    Status s = PlaceExtentLocked(op, static_cast<uint32_t>(placed),
+                                 static_cast<uint32_t>(place_align), &slot);
     if (!s.ok()) return s;
-    live.placed = static_cast<uint32_t>(rounded);
+    live.placed = static_cast<uint32_t>(placed);
   }
   live.chunk = slot.chunk;
   live.offset = slot.offset;
