@@ -13,6 +13,7 @@
 #include "doctest/doctest.h"
 #include "primitives/percpu_alloc.h"
 #include "primitives/percpu_mib.h"
+#include "primitives/internal/test_env.h"
 #include "primitives/topology.h"
 
 // Counts this thread's heap allocations, to prove the folds never allocate.
@@ -58,21 +59,8 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 namespace percpu {
 namespace {
 
-struct Env {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
-};
-
-Env MakeEnv(int possible, int present, int online) {
-  Env env;
-  auto topo = Topology::Simulated(possible, present, online);
-  REQUIRE(topo.ok());
-  env.topo = std::move(*topo);
-  auto alloc = PerCpuAllocator::Create(env.topo.get());
-  REQUIRE(alloc.ok());
-  env.alloc = std::move(*alloc);
-  return env;
-}
+using testing::Env;
+using testing::MakeEnv;
 
 template <size_t N>
 void MibAdd(U64StatMib<N>& m, size_t item, uint64_t delta) {

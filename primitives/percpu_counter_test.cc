@@ -11,26 +11,14 @@
 
 #include "doctest/doctest.h"
 #include "primitives/percpu_alloc.h"
+#include "primitives/internal/test_env.h"
 #include "primitives/topology.h"
 
 namespace percpu {
 namespace {
 
-struct Env {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
-};
-
-Env MakeEnv(int possible, int present, int online) {
-  Env env;
-  auto topo = Topology::Simulated(possible, present, online);
-  REQUIRE(topo.ok());
-  env.topo = std::move(*topo);
-  auto alloc = PerCpuAllocator::Create(env.topo.get());
-  REQUIRE(alloc.ok());
-  env.alloc = std::move(*alloc);
-  return env;
-}
+using testing::Env;
+using testing::MakeEnv;
 
 std::unique_ptr<PerCpuCounter> MakeCounter(Env& env, int64_t initial,
                                            int32_t batch) {
