@@ -69,6 +69,19 @@ bool ExtentMap::Allocate(uint32_t size, uint32_t align, uint32_t* chunk,
       return true;
     }
   }
+  // 3. A whole free unit starts at offset 0, aligned to any alignment up to
+  // the unit size: it takes any request (step 1 skips requests whose
+  // size + slack exceeds the unit, step 2 may run out of probes first).
+  {
+    auto it = by_size_.lower_bound({unit_size_, 0});
+    if (it != by_size_.end() && fits(it->second, it->first, &start)) {
+      const uint64_t key = it->second;
+      *chunk = static_cast<uint32_t>(key >> 32);
+      *offset = start;
+      Carve(by_addr_.find(key), start, size);
+      return true;
+    }
+  }
   return false;
 }
 
