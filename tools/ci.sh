@@ -9,7 +9,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 # name | bazel arguments | targets. Arguments starting with '@' name another
-# workspace to test; a name starting with '!' is a check that must FAIL (a
+# workspace to test; arguments starting with 'sh:' are a shell command run
+# instead of bazel test (no targets), counted as 1 passed or 1 failed by its
+# exit status; a name starting with '!' is a check that must FAIL (a
 # planted bug the stress tests have to catch).
 CONFIGS=(
   "host||//..."
@@ -33,6 +35,10 @@ CONFIGS=(
   "!planted-bug-hotplug-model|--config=planted-bug-hotplug|//verification:fold_hotplug_model_test"
   # A separate workspace that depends on percpu as a user's would.
   "consumer|@examples/consumer|//..."
+  # A bounded libFuzzer run (clang-14 + ASan) of the allocator + hotplug
+  # fuzzer over a copy of fuzz/corpus/allocator_hotplug (the corpus itself
+  # runs in every config above as //fuzz:allocator_hotplug_regression_test).
+  "fuzz|sh:bash fuzz/run_fuzz.sh 60|"
 )
 
 wanted=("$@")
@@ -52,10 +58,18 @@ for entry in "${CONFIGS[@]}"; do
   if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " =~ " ${name} " ]]; then
     continue
   fi
-  echo "=== config ${name}: bazel test ${args} ${targets}"
+  is_command=0
+  [[ "$args" == sh:* ]] && is_command=1
+  if ((is_command)); then
+    echo "=== config ${name}: ${args#sh:}"
+  else
+    echo "=== config ${name}: bazel test ${args} ${targets}"
+  fi
   log=$(mktemp)
   start=$(date +%s)
-  if [[ "$args" == @* ]]; then
+  if ((is_command)); then
+    bash -c "${args#sh:}" 2>&1 | tee "$log"
+  elif [[ "$args" == @* ]]; then
     # Another workspace: its own Bazel server, shut down afterwards.
     (cd "${args#@}" && bazel test --test_summary=short -- ${targets} &&
       bazel shutdown) 2>&1 | tee "$log"
@@ -67,6 +81,11 @@ for entry in "${CONFIGS[@]}"; do
   secs=$(($(date +%s) - start))
   passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
   failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
+  if ((is_command)); then
+    # A command is one check: its exit status decides.
+    passed=$((rc == 0 ? 1 : 0))
+    failed=$((1 - passed))
+  fi
   # Bazel exits 4 when no test matched: count it as a failure of the config,
   # since every config is meant to run tests.
   if ((expect_failure)); then
