@@ -284,13 +284,13 @@ TEST_CASE("reader racing offline/online never sees totals go backwards") {
       Ctl& c = ctl[cpu];
       uint64_t i = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        if (c.pause_req.load(std::memory_order_acquire)) {
-          c.paused.store(true, std::memory_order_release);
-          while (c.pause_req.load(std::memory_order_acquire) &&
+        if (c.pause_req.load(std::memory_order_acquire)) {  // Pairs with: release store of pause_req by the hotplug thread.
+          c.paused.store(true, std::memory_order_release);  // Pairs with: acquire load of paused by the hotplug thread; orders this CPU's Adds before Offline().
+          while (c.pause_req.load(std::memory_order_acquire) &&  // Pairs with: release store of false by the hotplug thread.
                  !stop.load(std::memory_order_relaxed)) {
             std::this_thread::yield();
           }
-          c.paused.store(false, std::memory_order_release);
+          c.paused.store(false, std::memory_order_release);  // Pairs with: acquire load of paused by the hotplug thread.
           continue;
         }
         const size_t item = i % kN;
@@ -319,16 +319,16 @@ TEST_CASE("reader racing offline/online never sees totals go backwards") {
     while (!stop.load(std::memory_order_relaxed)) {
       const int cpu = 1 + k++ % (kCpus - 1);  // CPU 0 stays online
       Ctl& c = ctl[cpu];
-      c.pause_req.store(true, std::memory_order_release);
-      while (!c.paused.load(std::memory_order_acquire) &&
+      c.pause_req.store(true, std::memory_order_release);  // Pairs with: acquire load of pause_req by the writer.
+      while (!c.paused.load(std::memory_order_acquire) &&  // Pairs with: release store of paused by the writer.
              !stop.load(std::memory_order_relaxed)) {
         std::this_thread::yield();
       }
-      if (!c.paused.load(std::memory_order_acquire)) break;  // stopping
+      if (!c.paused.load(std::memory_order_acquire)) break;  // Pairs with: release store of paused by the writer.  // stopping
       if (!env.topo->Offline(cpu).ok()) backwards = true;
       std::this_thread::yield();
       if (!env.topo->Online(cpu).ok()) backwards = true;
-      c.pause_req.store(false, std::memory_order_release);
+      c.pause_req.store(false, std::memory_order_release);  // Pairs with: acquire load of pause_req in the writer's wait loop; orders Online() before its next Adds.
       events.fetch_add(2, std::memory_order_relaxed);
     }
   });

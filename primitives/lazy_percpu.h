@@ -97,11 +97,15 @@ struct LazyFlowStatsRecipe {
   // Publish(): the slot pointer, then the allocated bit. Either release
   // alone orders the slot's construction before a reader of ForEachAllocated
   // (which acquires both); both are kept so each load pairs on its own.
-  static constexpr std::memory_order kSlotStore = std::memory_order_release;
-  static constexpr std::memory_order kBitmapRmw = std::memory_order_release;
+  static constexpr std::memory_order kSlotStore =
+      std::memory_order_release;  // Pairs with: kSlotLoad.
+  static constexpr std::memory_order kBitmapRmw =
+      std::memory_order_release;  // Pairs with: kBitmapLoad.
   // ForEachAllocated() and HasSlot(): the readers' side of the same pairs.
-  static constexpr std::memory_order kBitmapLoad = std::memory_order_acquire;
-  static constexpr std::memory_order kSlotLoad = std::memory_order_acquire;
+  static constexpr std::memory_order kBitmapLoad =
+      std::memory_order_acquire;  // Pairs with: kBitmapRmw.
+  static constexpr std::memory_order kSlotLoad =
+      std::memory_order_acquire;  // Pairs with: kSlotStore.
 };
 
 }  // namespace internal

@@ -221,13 +221,13 @@ TEST_CASE("Sum() stays exact and monotonic across offline/online cycles") {
       Ctl& k = ctl[cpu];
       int64_t i = 0;
       while (!stop.load(std::memory_order_relaxed)) {
-        if (k.pause_req.load(std::memory_order_acquire)) {
-          k.paused.store(true, std::memory_order_release);
-          while (k.pause_req.load(std::memory_order_acquire) &&
+        if (k.pause_req.load(std::memory_order_acquire)) {  // Pairs with: release store of pause_req by the hotplug thread.
+          k.paused.store(true, std::memory_order_release);  // Pairs with: acquire load of paused by the hotplug thread; orders this CPU's Adds before Offline().
+          while (k.pause_req.load(std::memory_order_acquire) &&  // Pairs with: release store of false by the hotplug thread.
                  !stop.load(std::memory_order_relaxed)) {
             std::this_thread::yield();
           }
-          k.paused.store(false, std::memory_order_release);
+          k.paused.store(false, std::memory_order_release);  // Pairs with: acquire load of paused by the hotplug thread.
           continue;
         }
         const int64_t a = 1 + (i++ % 3);
@@ -252,16 +252,16 @@ TEST_CASE("Sum() stays exact and monotonic across offline/online cycles") {
     while (!stop.load(std::memory_order_relaxed)) {
       const int cpu = 1 + n++ % (kCpus - 1);
       Ctl& k = ctl[cpu];
-      k.pause_req.store(true, std::memory_order_release);
-      while (!k.paused.load(std::memory_order_acquire) &&
+      k.pause_req.store(true, std::memory_order_release);  // Pairs with: acquire load of pause_req by the writer.
+      while (!k.paused.load(std::memory_order_acquire) &&  // Pairs with: release store of paused by the writer.
              !stop.load(std::memory_order_relaxed)) {
         std::this_thread::yield();
       }
-      if (!k.paused.load(std::memory_order_acquire)) break;
+      if (!k.paused.load(std::memory_order_acquire)) break;  // Pairs with: release store of paused by the writer.
       if (!env.topo->Offline(cpu).ok()) bad = true;
       std::this_thread::yield();
       if (!env.topo->Online(cpu).ok()) bad = true;
-      k.pause_req.store(false, std::memory_order_release);
+      k.pause_req.store(false, std::memory_order_release);  // Pairs with: acquire load of pause_req in the writer's wait loop; orders Online() before its next Adds.
       events.fetch_add(2);
     }
   });

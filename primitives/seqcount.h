@@ -53,14 +53,16 @@ namespace internal {
 struct SeqCountRecipe {
   // Orders the odd count before the section's data stores.
   static constexpr std::memory_order kWriteBeginFence =
-      std::memory_order_release;
+      std::memory_order_release;  // Pairs with: kReadRetryFence.
   // Publishes the section's data stores with the even count.
-  static constexpr std::memory_order kWriteEndStore = std::memory_order_release;
+  static constexpr std::memory_order kWriteEndStore =
+      std::memory_order_release;  // Pairs with: kReadBeginLoad.
   // Makes data stored before the observed even count visible.
-  static constexpr std::memory_order kReadBeginLoad = std::memory_order_acquire;
+  static constexpr std::memory_order kReadBeginLoad =
+      std::memory_order_acquire;  // Pairs with: kWriteEndStore.
   // Orders the reader's data loads before its re-check of the count.
   static constexpr std::memory_order kReadRetryFence =
-      std::memory_order_acquire;
+      std::memory_order_acquire;  // Pairs with: kWriteBeginFence.
   // A reader that starts inside a write section waits for it to end.
 #if defined(PERCPU_PLANTED_BUG_SEQCOUNT_READER_IGNORES_ODD)
   // Planted bug (--config=planted-bug): proves the stress suite can fail.

@@ -94,7 +94,7 @@ TEST_CASE("no torn or backwards value across the 2^32 carry") {
       }
       // Release: the reader's acquire load below then bounds what it read.
       // Pairs with: acquire load of published in the reader loop.
-      published.store(stat.Read(), std::memory_order_release);
+      published.store(stat.Read(), std::memory_order_release);  // Pairs with: acquire load below.
     }
     done.store(true, std::memory_order_release);  // Pairs with: acquire load of done below.
   });
@@ -108,7 +108,7 @@ TEST_CASE("no torn or backwards value across the 2^32 carry") {
         FetchConsistent(sync, [&] { return stat.Read(); });
     // Acquire: every value the writer had published is at most its latest.
     // Pairs with: release store of published in the writer.
-    const uint64_t bound_after = published.load(std::memory_order_acquire);
+    const uint64_t bound_after = published.load(std::memory_order_acquire);  // Pairs with: release store above.
     const uint64_t low = value & 0xffffffffull;
     const bool near_carry =
         value == 0 || low >= (1ull << 32) - kWindow || low <= kWindow;
