@@ -349,6 +349,11 @@ class Engine {
   int ReadLowerBound(int loc, const Clock& c) const;
   int WriteLowerBound(int loc, const Clock& c) const;
   Built Build(unsigned t, const Pending& op, const Action& a) const;
+  // Makes e thread t's next event: its index and t's clock, ticked.
+  void Stamp(unsigned t, Event& e) const;
+  // As Stamp(), for an event that reads nothing (an atomic's construction,
+  // a fence): what it knows afterwards is what its thread knew before.
+  void StampLocal(unsigned t, Event& e) const;
   void Push(const Built& b);
   void Pop();
   void Commit(unsigned t, const Built& b);
@@ -550,14 +555,26 @@ uint64_t Engine::Compute(RmwOp op, uint64_t a, uint64_t b,
   return r;
 }
 
-Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
+void Engine::Stamp(unsigned t, Event& e) const {
   const ThreadState& th = threads_[t];
-  Built b;
-  Event& e = b.ev;
   e.tid = static_cast<int>(t);
   e.idx = th.idx + 1;
   e.pre = th.clock;
   e.pre.c[t] = e.idx;
+}
+
+void Engine::StampLocal(unsigned t, Event& e) const {
+  Stamp(t, e);
+  e.post = e.pre;
+  e.porf = threads_[t].porf;
+  e.porf.c[t] = e.idx;
+}
+
+Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
+  const ThreadState& th = threads_[t];
+  Built b;
+  Event& e = b.ev;
+  Stamp(t, e);
   e.loc = op.loc;
   e.info = op.info;
   e.op = op.op;
@@ -976,13 +993,7 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info) {
   Event& e = b.ev;
   e.kind = Kind::kInit;
   e.writes = true;
-  e.tid = static_cast<int>(cur_);
-  e.idx = th.idx + 1;
-  e.pre = th.clock;
-  e.pre.c[cur_] = e.idx;
-  e.post = e.pre;
-  e.porf = th.porf;
-  e.porf.c[cur_] = e.idx;
+  StampLocal(cur_, e);
   e.loc = id;
   e.wval = init;
   e.mo_pos = 0;
@@ -1047,13 +1058,7 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
   Built b;
   Event& e = b.ev;
   e.kind = Kind::kFence;
-  e.tid = static_cast<int>(cur_);
-  e.idx = th.idx + 1;
-  e.pre = th.clock;
-  e.pre.c[cur_] = e.idx;
-  e.post = e.pre;
-  e.porf = th.porf;
-  e.porf.c[cur_] = e.idx;
+  StampLocal(cur_, e);
   e.mo = mo;
   e.info = info;
   e.acq = IsAcq(mo);
