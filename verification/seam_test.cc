@@ -48,6 +48,7 @@ struct SeamTest : rl::test_suite<SeamTest, 2> {
 
 TEST_CASE("seam: primitives' Atomic maps onto rl::atomic") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   CHECK(rl::simulate<SeamTest>(p));
   CHECK(p.executions > 0);
 }
