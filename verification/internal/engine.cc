@@ -799,9 +799,12 @@ void Engine::Commit(unsigned t, const Built& b) {
     if (th.continuing > 0) {
       // A continued spin iteration repeats the previous one; reading a
       // newer write is the execution in which the thread waited for it.
+      // A read the previous iteration did not make means the loop was
+      // left: ordinary scheduling again.
       size_t k = th.cur_reads.size();
-      if (k >= th.prev_reads.size() || th.prev_reads[k].loc != e.loc ||
-          th.prev_reads[k].rf != e.rf)
+      if (k >= th.prev_reads.size() || th.prev_reads[k].loc != e.loc)
+        th.continuing = 0;
+      else if (th.prev_reads[k].rf != e.rf)
         Prune();
     }
     th.cur_reads.push_back({e.loc, e.rval, e.rf});
@@ -814,6 +817,7 @@ void Engine::Commit(unsigned t, const Built& b) {
 
 void Engine::AfterWrite(unsigned t) {
   threads_[t].iter_wrote = true;
+  threads_[t].continuing = 0;
   stalled_rounds_ = 0;
   for (unsigned i = 0; i < n_; ++i) {
     threads_[i].released = false;
@@ -998,6 +1002,26 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
 }
 
 void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
+  // A thread running on through identical spin iterations goes first and
+  // alone: its reads are fixed, so where other threads' steps fall is the
+  // business of the branch in which it waited.
+  for (unsigned t = 0; t < n_; ++t) {
+    if (!Schedulable(t) || threads_[t].continuing == 0) continue;
+    ActionsFor(t, out);
+    const ThreadState& th = threads_[t];
+    size_t k = th.cur_reads.size();
+    if (Deferrable(th) && k < th.prev_reads.size() &&
+        th.prev_reads[k].loc == th.op.loc) {
+      int rf = th.prev_reads[k].rf;
+      out->erase(std::remove_if(out->begin(), out->end(),
+                                [&](const Action& a) {
+                                  return a.rf >= 0 && a.rf != rf;
+                                }),
+                 out->end());
+    }
+    if (segs != nullptr) segs->push_back(static_cast<uint32_t>(out->size()));
+    return;
+  }
   for (unsigned t = 0; t < n_; ++t) {
     if (!Schedulable(t)) continue;
     ThreadState& th = threads_[t];
@@ -1071,7 +1095,7 @@ void Engine::Apply(const Action& a) {
   // Every lower runnable thread was deferred: its read must read a write
   // that does not exist yet.
   bool skipped = false;
-  for (unsigned i = 0; i < t; ++i) {
+  for (unsigned i = 0; i < t && threads_[t].continuing == 0; ++i) {
     if (Schedulable(i)) {
       threads_[i].constraint = static_cast<int>(events_.size());
       skipped = true;
