@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -120,7 +121,7 @@ std::string Demangle(const char* name) {
 
 namespace {
 
-constexpr int kMaxThreads = 16;  // including the main (before/after) thread
+constexpr int kMaxThreads = 32;  // including the main (before/after) thread
 constexpr size_t kStackSize = 256 * 1024;
 
 struct Clock {
@@ -245,6 +246,7 @@ struct ThreadState {
   bool sync_wait = false;  // blocked in a mutex / condition variable wait
   int spurious_loc = -1;   // last CAS on this location failed spuriously
   bool released = false;   // resumed with nobody able to write
+  int noabort = 0;         // depth of no-abort sections (NoAbort)
 };
 
 struct VarAcc {
@@ -341,7 +343,19 @@ class Engine {
   void Fail(test_result_e r, const std::string& desc, const debug_info& info);
   int NewVar(bool initialized, const debug_info& info, const void* addr);
   void VarAccess(int var, bool write, const debug_info& info);
-  bool aborting() const { return aborting_; }
+  // True while an abandoned execution is being unwound: the operation
+  // returns a dummy result. A thread that is not unwinding and not in a
+  // no-abort section is stopped right here instead.
+  bool aborting() const {
+    if (!aborting_) return false;
+    if (in_thread_ && threads_[cur_].noabort == 0 &&
+        std::uncaught_exceptions() == 0)
+      throw AbortExecution();
+    return true;
+  }
+  void NoAbort(int delta) {
+    if (in_thread_) threads_[cur_].noabort += delta;
+  }
 
  private:
   friend void ThreadEntry();
@@ -395,7 +409,7 @@ class Engine {
   // Heap model: a leak check at the end of a complete execution, then the
   // release of every block freed during it.
   void CheckLeaks();
-  void ReleaseHeap(bool all);
+  void ReleaseHeap();
   // When every unfinished thread waits: deadlock, livelock, or (a spin that
   // may end by itself) let the spinners run on. Returns false if the run
   // ended.
@@ -476,6 +490,7 @@ class Engine {
 // (frees of tracked blocks are).
 enum UserMode : int { kEngine = 0, kTracked = 1, kFreesOnly = 2 };
 thread_local int t_user = kEngine;
+thread_local bool t_warmup = false;
 
 struct EngineScope {
   int prev;
@@ -568,22 +583,19 @@ void Engine::SwitchToScheduler() {
 #else
   swapcontext(&th.uc, &sched_uc_);
 #endif
-  if (aborting_) throw AbortExecution();
+  if (aborting_ && th.noabort == 0) throw AbortExecution();
 }
 
-// An abandoned execution's threads are dropped, not unwound: unwinding
-// would run destructors that call into the checker (a std::unique_lock
-// unlocking an rl::mutex) and throw out of them. Their stacks are reused
-// from the top by the next execution; what they allocated is released with
-// the execution's heap.
+// An abandoned execution's threads are unwound (AbortExecution), so the
+// code under test releases what its stack frames hold. A thread suspended
+// inside a no-abort section (rl::mutex::unlock, typically called from a
+// noexcept destructor such as ~std::unique_lock) is not thrown at there: it
+// finishes the section with dummy results and is stopped at its next
+// checker operation outside one (see Engine::aborting()).
 void Engine::AbortThreads() {
   aborting_ = true;
   for (unsigned t = 0; t < n_; ++t) {
-    ThreadState& th = threads_[t];
-    if (th.started && !th.finished) {
-      th.finished = true;
-      th.pending = false;
-    }
+    if (threads_[t].started && !threads_[t].finished) Resume(t);
   }
 }
 
@@ -1482,13 +1494,13 @@ void Engine::CheckLeaks() {
   fail_info_ = debug_info();
 }
 
-void Engine::ReleaseHeap(bool all) {
-  // Freed blocks are released now. After a complete execution, leaked ones
-  // are left allocated (code outside the execution may still hold them);
-  // after an abandoned one, whose threads were dropped mid-way, everything
-  // goes.
+void Engine::ReleaseHeap() {
+  // Freed blocks are released now. Leaked ones (also those of an abandoned
+  // execution, whose threads were dropped mid-way) are left allocated: code
+  // outside the execution, such as a static created on first use, may
+  // still hold them.
   for (auto& [addr, b] : heap_)
-    if (b.freed || all) std::free(b.real);
+    if (b.freed) std::free(b.real);
   heap_.clear();
 }
 
@@ -1508,7 +1520,10 @@ void Engine::Fail(test_result_e r, const std::string& desc,
     result_ = test_result_user_invariant_failed;
   fail_desc_ = desc;
   fail_info_ = info;
-  if (in_thread_) SwitchToScheduler();
+  if (in_thread_) {
+    SwitchToScheduler();
+    if (threads_[cur_].noabort > 0) return;  // stopped after the section
+  }
   throw AbortExecution();
 }
 
@@ -1675,9 +1690,8 @@ Engine::Outcome Engine::RunOne() {
   }
   // The heap model: a complete execution must have freed what it
   // allocated (checked after the suite's destructor).
-  bool complete = !failed_ && !pruned_;
-  if (complete) CheckLeaks();
-  ReleaseHeap(!complete);
+  if (!failed_ && !pruned_ && !t_warmup) CheckLeaks();
+  ReleaseHeap();
   g_generation = 0;
   if (failed_) return Outcome::kFailed;
   return pruned_ ? Outcome::kPruned : Outcome::kComplete;
@@ -1769,6 +1783,19 @@ test_result_e Engine::Run(test_result_e expected) {
   auto last_progress = start;
   p_.executions = p_.blocked_executions = 0;
   p_.final_state.clear();
+  // Warm-up: one execution (the first of the full search) without the leak
+  // check, so function-local statics and caches that the code under test
+  // creates on first use exist before the search and are not reported as
+  // leaks. Its verdict is ignored; it is not counted.
+  {
+    Mode saved = mode_;
+    mode_ = Mode::kDfs;
+    t_warmup = true;
+    RunOne();
+    t_warmup = false;
+    stack_.clear();
+    mode_ = saved;
+  }
   test_result_e found = test_result_success;
   std::string state;
   unsigned long long seed = p_.seed;
@@ -2013,6 +2040,10 @@ void VarAccess(int var, bool write, const debug_info& info) {
   if (g_engine->aborting()) return;
   EngineScope engine;
   g_engine->VarAccess(var, write, info);
+}
+
+void NoAbort(int delta) {
+  if (g_generation != 0 && g_engine != nullptr) g_engine->NoAbort(delta);
 }
 
 bool Tracking() {

@@ -180,6 +180,15 @@ int NewVar(bool initialized, const debug_info& info,
 // ends. kind: 0 malloc, 1 new, 2 new[].
 void* HeapAlloc(size_t size, size_t align, int kind);
 void HeapFree(void* p, int kind, const debug_info& info);
+// Brackets code that may run in a noexcept destructor (rl::mutex::unlock):
+// an abandoned execution does not throw at the thread there.
+void NoAbort(int delta);
+struct NoAbortScope {
+  NoAbortScope() { NoAbort(1); }
+  ~NoAbortScope() { NoAbort(-1); }
+  NoAbortScope(const NoAbortScope&) = delete;
+  NoAbortScope& operator=(const NoAbortScope&) = delete;
+};
 // True while an execution's user code runs on this OS thread.
 bool Tracking();
 void VarAccess(int var, bool write, const debug_info& info);

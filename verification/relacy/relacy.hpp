@@ -478,6 +478,7 @@ class mutex {
     return true;
   }
   void unlock(debug_info info = RL_CURRENT_INFO) {
+    detail::NoAbortScope no_abort;  // often called from ~unique_lock
     if (Live() && owner_ != static_cast<int>(thread_index()))
       detail::Fail(test_result_unlocking_mutex_wo_ownership,
                    "unlock of a mutex the thread does not hold", info);
