@@ -116,16 +116,35 @@ TEST_CASE("heap: deleting a node twice is DOUBLE FREE") {
   VERDICT(rl::test_result_double_free, DoubleFree);
 }
 
-int* g_foreign = nullptr;
+// Deleting a static object (glibc would abort the process).
+int g_static_int = 1;
 struct ForeignFree : rl::test_suite<ForeignFree, 1> {
-  void thread(unsigned) { delete g_foreign; }
+  void thread(unsigned) { delete &g_static_int; }
 };
-TEST_CASE("heap: freeing memory the execution did not allocate is reported") {
+TEST_CASE("heap: freeing memory that is no heap block is reported") {
   // Relacy has no separate verdict; it is a free of a pointer that is not
-  // a live block of the execution: DOUBLE FREE.
-  g_foreign = new int(1);
+  // a live block: DOUBLE FREE.
   VERDICT(rl::test_result_double_free, ForeignFree);
-  delete g_foreign;  // outside the execution: the real free
+}
+
+// Memory allocated before the search (or by a static) may be freed inside
+// an execution: not foreign.
+int* g_outside = nullptr;
+struct OutsideFree : rl::test_suite<OutsideFree, 1> {
+  void thread(unsigned) {
+    delete g_outside;
+    g_outside = nullptr;
+  }
+};
+TEST_CASE("heap: freeing memory allocated outside the execution is fine") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.max_executions = 1;  // the block exists once
+  p.print_summary = false;
+  g_outside = new int(1);
+  // The warm-up execution frees it; the counted one frees nullptr.
+  CHECK(rl::simulate<OutsideFree>(p));
+  CHECK(g_outside == nullptr);
 }
 
 struct MallocLeak : rl::test_suite<MallocLeak, 1> {

@@ -23,8 +23,10 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 
 // Context switching between checker threads. glibc's swapcontext saves the
@@ -491,6 +493,44 @@ class Engine {
 enum UserMode : int { kEngine = 0, kTracked = 1, kFreesOnly = 2 };
 thread_local int t_user = kEngine;
 thread_local bool t_warmup = false;
+
+// Blocks allocated outside any execution's tracking (before simulate(), in
+// after(), by statics) and blocks an execution left allocated: freeing one
+// of them inside an execution is legitimate, not a foreign free.
+thread_local bool t_in_outside = false;
+std::unordered_set<uintptr_t>& Outside() {
+  static auto* set = [] {
+    bool prev = t_in_outside;
+    t_in_outside = true;
+    auto* s = new std::unordered_set<uintptr_t>();
+    t_in_outside = prev;
+    return s;
+  }();
+  return *set;
+}
+// Other OS threads of the process allocate too (outside executions).
+std::mutex g_outside_mu;
+void OutsideInsert(const void* p) {
+  if (t_in_outside) return;
+  t_in_outside = true;
+  {
+    std::lock_guard<std::mutex> lock(g_outside_mu);
+    Outside().insert(reinterpret_cast<uintptr_t>(p));
+  }
+  t_in_outside = false;
+}
+// Returns whether p was an outside block (and forgets it).
+bool OutsideErase(const void* p) {
+  if (t_in_outside) return false;
+  t_in_outside = true;
+  bool found;
+  {
+    std::lock_guard<std::mutex> lock(g_outside_mu);
+    found = Outside().erase(reinterpret_cast<uintptr_t>(p)) != 0;
+  }
+  t_in_outside = false;
+  return found;
+}
 
 struct EngineScope {
   int prev;
@@ -1400,7 +1440,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   (void)kind;
   EngineScope engine;
   auto it = heap_.find(reinterpret_cast<uintptr_t>(p));
-  if (it == heap_.end() && !report_foreign) return false;
+  if (it == heap_.end() && (!report_foreign || OutsideErase(p))) return false;
   // Reported from operator delete (noexcept): record the failure; the
   // thread stops at its next checker operation.
   auto record = [&](test_result_e r, const std::string& desc) {
@@ -1413,8 +1453,9 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   std::ostringstream who;
   who << (cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_));
   if (it == heap_.end()) {
-    // Not this execution's memory: foreign, or freed before it began. It
-    // is not released (the program is wrong either way).
+    // Not a block of this execution nor one allocated outside it: a stack
+    // or static object, an interior pointer, or memory already released.
+    // It is not released (the program is wrong either way).
     std::ostringstream s;
     s << "free of memory this execution did not allocate (" << p << ") by "
       << who.str();
@@ -1499,8 +1540,12 @@ void Engine::ReleaseHeap() {
   // execution, whose threads were dropped mid-way) are left allocated: code
   // outside the execution, such as a static created on first use, may
   // still hold them.
-  for (auto& [addr, b] : heap_)
-    if (b.freed) std::free(b.real);
+  for (auto& [addr, b] : heap_) {
+    if (b.freed)
+      std::free(b.real);
+    else
+      OutsideInsert(b.real);
+  }
   heap_.clear();
 }
 
@@ -2053,15 +2098,21 @@ bool Tracking() {
 void* HeapAlloc(size_t size, size_t align, int kind) {
   if (Tracking() && t_user == kTracked)
     return g_engine->HeapAlloc(size, align, kind);
-  if (align > alignof(std::max_align_t))
-    return std::aligned_alloc(align, (size + align - 1) / align * align);
-  return std::malloc(size != 0 ? size : 1);
+  void* p = align > alignof(std::max_align_t)
+                ? std::aligned_alloc(align, (size + align - 1) / align * align)
+                : std::malloc(size != 0 ? size : 1);
+  // The engine's own allocations (during an execution, outside user code)
+  // are never freed by the test: not recorded.
+  if (p != nullptr && (g_generation == 0 || t_user != kEngine))
+    OutsideInsert(p);
+  return p;
 }
 
 void HeapFree(void* p, int kind, const debug_info& info) {
   if (p == nullptr) return;
   if (Tracking() && g_engine->HeapFree(p, kind, info, t_user == kTracked))
     return;
+  if (g_generation == 0 || t_user != kEngine) OutsideErase(p);
   std::free(p);
 }
 
