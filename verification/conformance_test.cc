@@ -546,21 +546,3 @@ TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
 }
 
 }  // namespace
-
-namespace {
-
-// More than 15 threads (Relacy accepts them; this checker up to 31).
-struct ManyThreads : rl::test_suite<ManyThreads, 20> {
-  rl::atomic<int> n{0};
-  void thread(unsigned) { n.fetch_add(1, rl::mo_relaxed); }
-  void after() { RL_ASSERT(n.load(rl::mo_relaxed) == 20); }
-};
-TEST_CASE("threads: a suite of 20 threads runs") {
-  rl::test_params p;
-  p.iteration_count = 50;
-  p.print_summary = false;
-  CHECK(rl::simulate<ManyThreads>(p));
-  CHECK(p.executions == 50);
-}
-
-}  // namespace

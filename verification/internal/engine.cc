@@ -123,13 +123,17 @@ std::string Demangle(const char* name) {
 
 namespace {
 
-constexpr int kMaxThreads = 32;  // including the main (before/after) thread
+constexpr int kMaxThreads = 16;  // including the main (before/after) thread
 constexpr size_t kStackSize = 256 * 1024;
+
+// Entries in use: the running suite's threads plus main (set by Run()), so
+// a small suite does not pay for the largest.
+int g_clock_width = kMaxThreads;
 
 struct Clock {
   int32_t c[kMaxThreads] = {};
   void Join(const Clock& o) {
-    for (int i = 0; i < kMaxThreads; ++i) c[i] = std::max(c[i], o.c[i]);
+    for (int i = 0; i < g_clock_width; ++i) c[i] = std::max(c[i], o.c[i]);
   }
 };
 
@@ -498,6 +502,10 @@ thread_local bool t_warmup = false;
 // after(), by statics) and blocks an execution left allocated: freeing one
 // of them inside an execution is legitimate, not a foreign free.
 thread_local bool t_in_outside = false;
+// Set while Engine::Run runs on this OS thread: then only user code
+// (t_user != kEngine) allocates memory a test may later free.
+thread_local bool t_in_run = false;
+bool RecordsOutside() { return !t_in_run || t_user != kEngine; }
 std::unordered_set<uintptr_t>& Outside() {
   static auto* set = [] {
     bool prev = t_in_outside;
@@ -2103,8 +2111,7 @@ void* HeapAlloc(size_t size, size_t align, int kind) {
                 : std::malloc(size != 0 ? size : 1);
   // The engine's own allocations (during an execution, outside user code)
   // are never freed by the test: not recorded.
-  if (p != nullptr && (g_generation == 0 || t_user != kEngine))
-    OutsideInsert(p);
+  if (p != nullptr && RecordsOutside()) OutsideInsert(p);
   return p;
 }
 
@@ -2112,7 +2119,7 @@ void HeapFree(void* p, int kind, const debug_info& info) {
   if (p == nullptr) return;
   if (Tracking() && g_engine->HeapFree(p, kind, info, t_user == kTracked))
     return;
-  if (g_generation == 0 || t_user != kEngine) OutsideErase(p);
+  if (RecordsOutside()) OutsideErase(p);
   std::free(p);
 }
 
@@ -2128,7 +2135,13 @@ test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
   engine.has_invariant_ = suite.HasInvariant();
   Engine* saved = g_engine;
   g_engine = &engine;
+  bool saved_in_run = t_in_run;
+  t_in_run = true;
+  int saved_width = g_clock_width;
+  g_clock_width = static_cast<int>(threads) + 1;
   test_result_e r = engine.Run(expected);
+  g_clock_width = saved_width;
+  t_in_run = saved_in_run;
   g_engine = saved;
   return r;
 }
