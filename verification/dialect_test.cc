@@ -84,8 +84,11 @@ struct Everything : rl::test_suite<Everything, 3> {
         uint32_t expected = 3;
         u32.compare_exchange_strong(expected, 10, rl::mo_acq_rel, $);
         expected = 10;
-        u32.compare_exchange_weak(expected, 11, rl::mo_acq_rel, rl::mo_relaxed,
-                                  $);
+        // A weak CAS may fail spuriously (leaving expected == 10): retry.
+        while (!u32.compare_exchange_weak(expected, 11, rl::mo_acq_rel,
+                                          rl::mo_relaxed, $) &&
+               expected == 10) {
+        }
         expected = 0;
         RL_ASSERT(!u32($).compare_exchange_strong(expected, 12));
         RL_ASSERT(expected == 11);
@@ -198,6 +201,7 @@ struct UntilSB
 };
 TEST_CASE("dialect: RL_UNTIL finds a state") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<UntilSB>(p));
   CHECK(p.test_result == rl::test_result_until_condition_hit);
@@ -212,6 +216,7 @@ struct BadInvariant
 };
 TEST_CASE("dialect: invariant() failure") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<BadInvariant>(p));
 }
@@ -226,6 +231,7 @@ struct Throws : rl::test_suite<Throws, 2, rl::test_result_unhandled_exception> {
 };
 TEST_CASE("dialect: unhandled exception") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<Throws>(p));
 }

@@ -110,6 +110,7 @@ void FuzzOne(unsigned seed, int ops) {
     for (int eager = 0; eager < 2; ++eager) {
       g_outcomes.clear();
       rl::test_params p;
+      p.search_type = rl::sched_full;  // exhaustive
       p.print_summary = false;
       p.lazy_deferral = eager == 0;
       CHECK(rl::simulate<Interp<kThreads>>(p));
@@ -409,6 +410,7 @@ int OracleOne(unsigned seed, int ops, unsigned long long max_size = 200000) {
   for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
   g_outcomes.clear();
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.print_summary = false;
   CHECK(rl::simulate<Interp<kThreads>>(p));
   INFO("seed " << seed);

@@ -73,6 +73,7 @@ struct PublishNew
 template <typename T>
 rl::test_params Explore(bool lazy = true) {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.print_summary = false;
   p.output_history = false;
   p.lazy_deferral = lazy;
@@ -87,6 +88,7 @@ TEST_CASE("init race: relaxed publication of a new atomic is caught") {
   using T = PublishNew<Via::kRelaxed, rl::test_result_data_race>;
   std::ostringstream out;
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_stream = &out;
   CHECK(rl::simulate<T>(p));
   CHECK(p.test_result == rl::test_result_data_race);
@@ -103,6 +105,7 @@ TEST_CASE("init race: relaxed publication of a new atomic is caught") {
   // The replay string reproduces the same report.
   std::ostringstream replay_out;
   rl::test_params r;
+  r.search_type = rl::sched_full;  // exhaustive
   r.output_stream = &replay_out;
   r.initial_state = p.final_state;
   CHECK(rl::simulate<T>(r));

@@ -35,6 +35,7 @@ OutcomeSet Explore(unsigned long long* executions = nullptr) {
   for (int eager = 0; eager < 2; ++eager) {
     Sink<T>().clear();
     rl::test_params p;
+    p.search_type = rl::sched_full;  // exhaustive
     p.print_summary = false;
     p.lazy_deferral = eager == 0;
     CHECK(rl::simulate<T>(p));

@@ -31,6 +31,7 @@ struct Publish : rl::test_suite<Publish<kW, kR, kRes>, 2, kRes> {
 TEST_CASE("race: relaxed publication of a non-atomic is a data race") {
   std::ostringstream out;
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_stream = &out;
   CHECK(rl::simulate<
         Publish<rl::mo_relaxed, rl::mo_relaxed, rl::test_result_data_race>>(p));
@@ -47,6 +48,7 @@ TEST_CASE("race: relaxed publication of a non-atomic is a data race") {
 
 TEST_CASE("race: release/acquire publication is race free") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   CHECK(rl::simulate<
         Publish<rl::mo_release, rl::mo_acquire, rl::test_result_success>>(p));
   CHECK(p.test_result == rl::test_result_success);
@@ -54,6 +56,7 @@ TEST_CASE("race: release/acquire publication is race free") {
 
 TEST_CASE("race: release store, relaxed load is still a race") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<
         Publish<rl::mo_release, rl::mo_relaxed, rl::test_result_data_race>>(p));
@@ -66,6 +69,7 @@ struct WriteWrite : rl::test_suite<WriteWrite, 2, rl::test_result_data_race> {
 };
 TEST_CASE("race: two plain writes") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<WriteWrite>(p));
 }
@@ -91,6 +95,7 @@ struct FencePublish : rl::test_suite<FencePublish, 2> {
 };
 TEST_CASE("race: fence publication with a spin-wait is race free") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   CHECK(rl::simulate<FencePublish>(p));
   CHECK(p.executions >= 1);
 }
@@ -108,6 +113,7 @@ struct SpinLockCounter : rl::test_suite<SpinLockCounter, 3> {
 };
 TEST_CASE("race: spinlock-protected counter is race free") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   CHECK(rl::simulate<SpinLockCounter>(p));
 }
 
@@ -124,6 +130,7 @@ struct BrokenLock
 };
 TEST_CASE("race: spinlock with a relaxed unlock races") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<BrokenLock<rl::mo_acquire>>(p));
 }
@@ -137,6 +144,7 @@ struct Uninit : rl::test_suite<Uninit, 1, rl::test_result_unitialized_access> {
 };
 TEST_CASE("uninitialized rl::var read is reported") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<Uninit>(p));
 }
@@ -163,11 +171,13 @@ struct Peterson : rl::test_suite<Peterson<kStore, kLoad, kRes>, 2, kRes> {
 TEST_CASE("Peterson: seq_cst correct, release/acquire races (both modes)") {
   for (bool lazy : {true, false}) {
     rl::test_params ok;
+    ok.search_type = rl::sched_full;  // exhaustive
     ok.lazy_deferral = lazy;
     CHECK(rl::simulate<
           Peterson<rl::mo_seq_cst, rl::mo_seq_cst, rl::test_result_success>>(
         ok));
     rl::test_params bad;
+    bad.search_type = rl::sched_full;  // exhaustive
     bad.lazy_deferral = lazy;
     bad.output_history = false;
     CHECK(rl::simulate<
@@ -178,6 +188,7 @@ TEST_CASE("Peterson: seq_cst correct, release/acquire races (both modes)") {
 
 TEST_CASE("spinlock counter: lazy and eager agree on the verdict") {
   rl::test_params eager;
+  eager.search_type = rl::sched_full;  // exhaustive
   eager.lazy_deferral = false;
   CHECK(rl::simulate<SpinLockCounter>(eager));
   rl::test_params bad;

@@ -73,6 +73,7 @@ TEST_CASE("replay: a seqcount-style race replays from its state") {
   // Reuse of the string after a full search in a fresh process is the same
   // operation: the string encodes decision indices only.
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   p.initial_state = "v1";  // all-first choices: a passing execution
   CHECK(rl::simulate<SbAssert>(p));
@@ -95,6 +96,7 @@ struct SbCount : rl::test_suite<SbCount, 2> {
 };
 TEST_CASE("search: sched_bound explores a subset, sched_full all") {
   rl::test_params full;
+  full.search_type = rl::sched_full;  // exhaustive
   CHECK(rl::simulate<SbCount>(full));
   CHECK(full.executions == 4);
   rl::test_params b0;
@@ -128,13 +130,14 @@ struct NeverSet : rl::test_suite<NeverSet, 2, rl::test_result_livelock> {
 };
 TEST_CASE("spin: a wait that can never end is a livelock") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   CHECK(rl::simulate<NeverSet>(p));
 }
 
-// A spin loop without rl::yield hits the depth limit instead.
-struct NoYield
-    : rl::test_suite<NoYield, 2, rl::test_result_execution_depth_limit> {
+// A spin loop without rl::yield hits the depth limit: Relacy's verdict is
+// LIVELOCK.
+struct NoYield : rl::test_suite<NoYield, 2, rl::test_result_livelock> {
   rl::atomic<int> flag{0};
   void thread(unsigned i) {
     if (i == 1) {
@@ -143,8 +146,9 @@ struct NoYield
     }
   }
 };
-TEST_CASE("spin: a loop without yield hits execution_depth_limit") {
+TEST_CASE("spin: a loop without yield is a livelock at execution_depth_limit") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   p.output_history = false;
   p.execution_depth_limit = 200;
   CHECK(rl::simulate<NoYield>(p));

@@ -48,8 +48,38 @@ struct SeamTest : rl::test_suite<SeamTest, 2> {
 
 TEST_CASE("seam: primitives' Atomic maps onto rl::atomic") {
   rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
   CHECK(rl::simulate<SeamTest>(p));
   CHECK(p.executions > 0);
+}
+
+// internal::Mutex is the checker's mutex: the counter under it is race
+// free, and the same counter with one thread skipping the lock races.
+template <bool kBothLock>
+struct MutexSeam : rl::test_suite<MutexSeam<kBothLock>, 2> {
+  percpu::internal::Mutex mu;
+  rl::var<int> n;
+  void before() { n($) = 0; }
+  void thread(unsigned i) {
+    if (kBothLock || i == 0) {
+      std::lock_guard<percpu::internal::Mutex> lock(mu);
+      n($) = n($) + 1;
+    } else {
+      n($) = n($) + 1;
+    }
+  }
+  void after() { RL_ASSERT(n($) == 2); }
+};
+
+TEST_CASE("seam: internal::Mutex maps onto rl::mutex") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;  // exhaustive
+  CHECK(rl::simulate<MutexSeam<true>>(p));
+  rl::test_params bad;
+  bad.search_type = rl::sched_full;  // exhaustive
+  bad.output_history = false;
+  CHECK_FALSE(rl::simulate<MutexSeam<false>>(bad));
+  CHECK(bad.test_result == rl::test_result_data_race);
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ TEST_CASE("seqcount two writes, one reader: exhaustive, passes") {
   CHECK(p.executions > 0);
   std::printf(
       "seqcount two-writes: %llu executions explored (+%llu pruned) in %.3f s "
-      "(Relacy full search: ~4.5 million)\n",
+      "(side by side, see docs/verification.md)\n",
       p.executions, p.blocked_executions, p.seconds);
 }
 

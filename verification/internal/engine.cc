@@ -19,10 +19,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 
 // Context switching between checker threads. glibc's swapcontext saves the
@@ -88,11 +92,17 @@ const char* test_result_str(test_result_e r) {
     case test_result_resource_leak:
       return "RESOURCE LEAK";
     case test_result_unitialized_access:
-      return "UNINITIALIZED ACCESS";
+      return "ACCESS TO UNINITIALIZED VARIABLE";
     case test_result_deadlock:
       return "DEADLOCK";
     case test_result_livelock:
       return "LIVELOCK";
+    case test_result_recursion_on_nonrecursive_mutex:
+      return "RECURSION ON NON-RECURSIVE MUTEX";
+    case test_result_unlocking_mutex_wo_ownership:
+      return "UNLOCKING MUTEX W/O OWNERSHIP";
+    case test_result_destroying_owned_mutex:
+      return "DESTROYING OWNED MUTEX";
     case test_result_unhandled_exception:
       return "UNHANDLED EXCEPTION";
     case test_result_execution_depth_limit:
@@ -116,10 +126,14 @@ namespace {
 constexpr int kMaxThreads = 16;  // including the main (before/after) thread
 constexpr size_t kStackSize = 256 * 1024;
 
+// Entries in use: the running suite's threads plus main (set by Run()), so
+// a small suite does not pay for the largest.
+int g_clock_width = kMaxThreads;
+
 struct Clock {
   int32_t c[kMaxThreads] = {};
   void Join(const Clock& o) {
-    for (int i = 0; i < kMaxThreads; ++i) c[i] = std::max(c[i], o.c[i]);
+    for (int i = 0; i < g_clock_width; ++i) c[i] = std::max(c[i], o.c[i]);
   }
 };
 
@@ -145,6 +159,8 @@ struct Event {
 
 struct Loc {
   unsigned width = 8;
+  const char* addr = nullptr;  // the rl::atomic object, for the heap model
+  bool freed = false;          // its memory was freed
   std::vector<int> mo;   // writes in modification order
   std::vector<int> acc;  // all accesses (init, reads, writes)
   int init = -1;         // the construction (a non-atomic write) event
@@ -155,6 +171,7 @@ enum class OpKind : uint8_t { kNone, kLoad, kStore, kRmw, kCas, kResume };
 
 struct Pending {
   OpKind kind = OpKind::kNone;
+  bool weak = false;  // compare_exchange_weak
   int loc = -1;
   memory_order mo = mo_relaxed, mo_fail = mo_relaxed;
   RmwOp op = RmwOp::kXchg;
@@ -229,6 +246,13 @@ struct ThreadState {
   // before it.
   std::vector<SpinRead> cur_reads, prev_reads;
   bool has_prev = false, iter_wrote = false;
+  // Identical iterations run on instead of waiting (bounded by spin_bound);
+  // while > 0 every read must repeat the previous iteration's.
+  unsigned continuing = 0;
+  bool sync_wait = false;  // blocked in a mutex / condition variable wait
+  int spurious_loc = -1;   // last CAS on this location failed spuriously
+  bool released = false;   // resumed with nobody able to write
+  int noabort = 0;         // depth of no-abort sections (NoAbort)
 };
 
 struct VarAcc {
@@ -238,6 +262,9 @@ struct VarAcc {
 };
 
 struct VarState {
+  const char* addr = nullptr;
+  bool freed = false;
+  debug_info decl;
   bool init = false;
   bool has_write = false;
   VarAcc w{};
@@ -302,17 +329,39 @@ class Engine {
   test_result_e Run(test_result_e expected);
 
   // ---- API entry points (called from user code) ----
-  int NewAtomic(unsigned width, uint64_t init, const debug_info& info);
+  int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
+                const void* addr);
   uint64_t Op(Pending op);
+  bool LastCasOk() const { return threads_[cur_].cas_ok; }
+  void WaitBlocked(const debug_info& info);
+  void* HeapAlloc(size_t size, size_t align, int kind);
+  // Returns false if p is not the execution's and report_foreign is off
+  // (the caller frees it for real).
+  bool HeapFree(void* p, int kind, const debug_info& info,
+                bool report_foreign);
+  void FreedAccess(const char* what, const debug_info& decl,
+                   const debug_info& info);
   void CheckInitialized(const Pending& op);
   void Fence(memory_order mo, const debug_info& info);
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
   unsigned ThreadIndex() const { return cur_; }
   void Fail(test_result_e r, const std::string& desc, const debug_info& info);
-  int NewVar(bool initialized);
+  int NewVar(bool initialized, const debug_info& info, const void* addr);
   void VarAccess(int var, bool write, const debug_info& info);
-  bool aborting() const { return aborting_; }
+  // True while an abandoned execution is being unwound: the operation
+  // returns a dummy result. A thread that is not unwinding and not in a
+  // no-abort section is stopped right here instead.
+  bool aborting() const {
+    if (!aborting_) return false;
+    if (in_thread_ && threads_[cur_].noabort == 0 &&
+        std::uncaught_exceptions() == 0)
+      throw AbortExecution();
+    return true;
+  }
+  void NoAbort(int delta) {
+    if (in_thread_) threads_[cur_].noabort += delta;
+  }
 
  private:
   friend void ThreadEntry();
@@ -363,6 +412,15 @@ class Engine {
   uint64_t Compute(RmwOp op, uint64_t a, uint64_t b, unsigned width) const;
   void AfterWrite(unsigned t);
   void CheckDepth();
+  // Heap model: a leak check at the end of a complete execution, then the
+  // release of every block freed during it.
+  void CheckLeaks();
+  void ReleaseHeap();
+  // When every unfinished thread waits: deadlock, livelock, or (a spin that
+  // may end by itself) let the spinners run on. Returns false if the run
+  // ended.
+  bool AllBlocked();
+  void CheckInvariantNow();
 
   // Output.
   std::string EventStr(int id) const;
@@ -408,6 +466,89 @@ class Engine {
   std::vector<size_t> sc_sw_mark_;          // sc_sw_ size before each event
   int skips_ = 0;
   int last_choice_ = -1;  // stack index of the last scheduling decision
+  // Heap model (per execution): blocks allocated by the test's code.
+  struct Block {
+    size_t size = 0;
+    int kind = 0;  // 0 malloc, 1 new, 2 new[]
+    bool freed = false;
+    int tid = 0;
+    int after = -1;  // last event before the allocation
+    void* real = nullptr;
+  };
+  std::map<uintptr_t, Block> heap_;
+  unsigned steps_ = 0;           // events and yields this execution
+  unsigned stalled_rounds_ = 0;  // all-blocked rounds without a write
+  bool observing_ = false;       // invariant() between steps: no events
+  // Trace only: rl::var accesses, each after the first N events.
+  std::vector<std::pair<size_t, std::string>> var_trace_;
+  unsigned long long stop_iteration_ = 0;  // from a replayed state
+ public:
+  bool has_invariant_ = false;
+  bool observing() const { return observing_; }
+  uint64_t Observe(int loc) const { return events_[locs_[loc].mo.back()].wval; }
+};
+
+// True while an execution's user code (suite constructor, before, thread,
+// after, invariant, destructor) runs on this OS thread: the heap model
+// tracks only its allocations, never the engine's own.
+// kFreesOnly: after() and invariant(), which often collect results in
+// containers that outlive the execution; their allocations are not tracked
+// (frees of tracked blocks are).
+enum UserMode : int { kEngine = 0, kTracked = 1, kFreesOnly = 2 };
+thread_local int t_user = kEngine;
+thread_local bool t_warmup = false;
+
+// Blocks allocated outside any execution's tracking (before simulate(), in
+// after(), by statics) and blocks an execution left allocated: freeing one
+// of them inside an execution is legitimate, not a foreign free.
+thread_local bool t_in_outside = false;
+// Set while Engine::Run runs on this OS thread: then only user code
+// (t_user != kEngine) allocates memory a test may later free.
+thread_local bool t_in_run = false;
+bool RecordsOutside() { return !t_in_run || t_user != kEngine; }
+std::unordered_set<uintptr_t>& Outside() {
+  static auto* set = [] {
+    bool prev = t_in_outside;
+    t_in_outside = true;
+    auto* s = new std::unordered_set<uintptr_t>();
+    t_in_outside = prev;
+    return s;
+  }();
+  return *set;
+}
+// Other OS threads of the process allocate too (outside executions).
+std::mutex g_outside_mu;
+void OutsideInsert(const void* p) {
+  if (t_in_outside) return;
+  t_in_outside = true;
+  {
+    std::lock_guard<std::mutex> lock(g_outside_mu);
+    Outside().insert(reinterpret_cast<uintptr_t>(p));
+  }
+  t_in_outside = false;
+}
+// Returns whether p was an outside block (and forgets it).
+bool OutsideErase(const void* p) {
+  if (t_in_outside) return false;
+  t_in_outside = true;
+  bool found;
+  {
+    std::lock_guard<std::mutex> lock(g_outside_mu);
+    found = Outside().erase(reinterpret_cast<uintptr_t>(p)) != 0;
+  }
+  t_in_outside = false;
+  return found;
+}
+
+struct EngineScope {
+  int prev;
+  EngineScope() : prev(t_user) { t_user = kEngine; }
+  ~EngineScope() { t_user = prev; }
+};
+struct UserScope {
+  int prev;
+  explicit UserScope(int mode = kTracked) : prev(t_user) { t_user = mode; }
+  ~UserScope() { t_user = prev; }
 };
 
 // ---------------------------------------------------------------- threads
@@ -417,6 +558,7 @@ void ThreadEntry() {
   unsigned t = e->cur_;
   ThreadState& th = e->threads_[t];
   try {
+    UserScope user;
     e->suite_.Thread(t);
   } catch (const AbortExecution&) {
   } catch (...) {
@@ -426,6 +568,7 @@ void ThreadEntry() {
       e->fail_desc_ = "unhandled exception in thread";
     }
   }
+  t_user = kEngine;
   th.finished = true;
   th.pending = false;
 #ifdef RL_FAST_SWITCH
@@ -488,9 +631,15 @@ void Engine::SwitchToScheduler() {
 #else
   swapcontext(&th.uc, &sched_uc_);
 #endif
-  if (aborting_) throw AbortExecution();
+  if (aborting_ && th.noabort == 0) throw AbortExecution();
 }
 
+// An abandoned execution's threads are unwound (AbortExecution), so the
+// code under test releases what its stack frames hold. A thread suspended
+// inside a no-abort section (rl::mutex::unlock, typically called from a
+// noexcept destructor such as ~std::unique_lock) is not thrown at there: it
+// finishes the section with dummy results and is stopped at its next
+// checker operation outside one (see Engine::aborting()).
 void Engine::AbortThreads() {
   aborting_ = true;
   for (unsigned t = 0; t < n_; ++t) {
@@ -707,6 +856,17 @@ void Engine::Commit(unsigned t, const Built& b) {
       th.acq_pending.Join(b.sync);
       for (int s : b.sc_src) th.sc_pending.push_back(s);
     }
+    if (th.continuing > 0) {
+      // A continued spin iteration repeats the previous one; reading a
+      // newer write is the execution in which the thread waited for it.
+      // A read the previous iteration did not make means the loop was
+      // left: ordinary scheduling again.
+      size_t k = th.cur_reads.size();
+      if (k >= th.prev_reads.size() || th.prev_reads[k].loc != e.loc)
+        th.continuing = 0;
+      else if (th.prev_reads[k].rf != e.rf)
+        Prune();
+    }
     th.cur_reads.push_back({e.loc, e.rval, e.rf});
   }
   // An RMW writing back the value it read (a failed test-and-set) changes
@@ -717,15 +877,20 @@ void Engine::Commit(unsigned t, const Built& b) {
 
 void Engine::AfterWrite(unsigned t) {
   threads_[t].iter_wrote = true;
-  for (unsigned i = 0; i < n_; ++i)
+  threads_[t].continuing = 0;
+  stalled_rounds_ = 0;
+  for (unsigned i = 0; i < n_; ++i) {
+    threads_[i].released = false;
     if (i != t) threads_[i].blocked = false;
+  }
 }
 
 void Engine::CheckDepth() {
-  if (events_.size() > p_.execution_depth_limit && !failed_) {
-    Fail(test_result_execution_depth_limit,
-         "execution depth limit exceeded (spin loop without rl::yield?)",
-         events_.back().info);
+  if (++steps_ > p_.execution_depth_limit && !failed_) {
+    Fail(test_result_livelock,
+         "execution depth limit exceeded: a loop that never ends (spin "
+         "without rl::yield, or a livelock)",
+         events_.empty() ? debug_info() : events_.back().info);
   }
 }
 
@@ -878,13 +1043,45 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
       if (W.rmw_reader >= 0) continue;
     } else if (op.kind == OpKind::kCas) {
       a.cas_ok = W.wval == op.expected;
-      if (a.cas_ok && W.rmw_reader >= 0) continue;
+      if (a.cas_ok && W.rmw_reader >= 0) {
+        a.cas_ok = false;  // only a spurious failure may read it
+        if (!(op.weak && p_.spurious_cas_failures &&
+              th.spurious_loc != op.loc))
+          continue;
+        consider(a);
+        continue;
+      }
+      if (a.cas_ok && op.weak && p_.spurious_cas_failures &&
+          th.spurious_loc != op.loc) {
+        consider(a);
+        a.cas_ok = false;  // the spurious failure reading the same write
+      }
     }
     consider(a);
   }
 }
 
 void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
+  // A thread running on through identical spin iterations goes first and
+  // alone: its reads are fixed, so where other threads' steps fall is the
+  // business of the branch in which it waited.
+  for (unsigned t = 0; t < n_; ++t) {
+    if (!Schedulable(t) || threads_[t].continuing == 0) continue;
+    ActionsFor(t, out);
+    const ThreadState& th = threads_[t];
+    size_t k = th.cur_reads.size();
+    if (Deferrable(th) && k < th.prev_reads.size() &&
+        th.prev_reads[k].loc == th.op.loc) {
+      int rf = th.prev_reads[k].rf;
+      out->erase(std::remove_if(out->begin(), out->end(),
+                                [&](const Action& a) {
+                                  return a.rf >= 0 && a.rf != rf;
+                                }),
+                 out->end());
+    }
+    if (segs != nullptr) segs->push_back(static_cast<uint32_t>(out->size()));
+    return;
+  }
   for (unsigned t = 0; t < n_; ++t) {
     if (!Schedulable(t)) continue;
     ThreadState& th = threads_[t];
@@ -958,7 +1155,7 @@ void Engine::Apply(const Action& a) {
   // Every lower runnable thread was deferred: its read must read a write
   // that does not exist yet.
   bool skipped = false;
-  for (unsigned i = 0; i < t; ++i) {
+  for (unsigned i = 0; i < t && threads_[t].continuing == 0; ++i) {
     if (Schedulable(i)) {
       threads_[i].constraint = static_cast<int>(events_.size());
       skipped = true;
@@ -976,6 +1173,9 @@ void Engine::Apply(const Action& a) {
     const Event& e = events_.back();
     th.result = e.reads ? e.rval : 0;
     th.cas_ok = e.kind == Kind::kRmw;
+    if (th.op.kind == OpKind::kCas)
+      th.spurious_loc =
+          e.kind == Kind::kCasFail && e.rval == th.op.expected ? e.loc : -1;
     th.constraint = 0;
   }
   if (t < n_) Resume(t);
@@ -983,11 +1183,13 @@ void Engine::Apply(const Action& a) {
 
 // ---------------------------------------------------------------- API
 
-int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info) {
+int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
+                      const void* addr) {
   int id = static_cast<int>(locs_.size());
   locs_.emplace_back();
   locs_.back().width = width;
   locs_.back().info = info;
+  locs_.back().addr = static_cast<const char*>(addr);
   ThreadState& th = threads_[cur_];
   Built b;
   Event& e = b.ev;
@@ -1013,6 +1215,10 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info) {
 void Engine::CheckInitialized(const Pending& op) {
   const Loc& l = locs_[op.loc];
   const ThreadState& th = threads_[cur_];
+  if (l.freed) {
+    FreedAccess("rl::atomic", l.info, op.info);
+    return;
+  }
   if (l.init < 0 || Hb(l.init, th.clock)) return;
   static const char* kOpNames[] = {"?", "load", "store", "RMW", "CAS", "?"};
   const Event& init = events_[l.init];
@@ -1085,27 +1291,270 @@ void Engine::Yield(const debug_info& info) {
   (void)info;
   ThreadState& th = threads_[cur_];
   if (!in_thread_) return;
+  CheckDepth();  // a yield is a step: a loop of bare yields ends
   bool same = th.has_prev && !th.iter_wrote && th.cur_reads == th.prev_reads;
   if (!same) {
     th.prev_reads.swap(th.cur_reads);
     th.cur_reads.clear();
     th.has_prev = true;
     th.iter_wrote = false;
+    th.continuing = 0;
     return;
   }
   // The iteration read exactly what the previous one did. If some value was
   // stale, an execution reading the newer write exists; this one is
   // redundant. Otherwise the thread waits for another thread to write.
-  for (const SpinRead& r : th.cur_reads) {
-    const Loc& l = locs_[r.loc];
-    if (l.mo.back() != r.rf) Prune();
-  }
+  bool stale = false;
+  for (const SpinRead& r : th.cur_reads)
+    if (locs_[r.loc].mo.back() != r.rf) stale = true;
   th.cur_reads.clear();
+  if (th.continuing > 0) {
+    // Running on: one more identical iteration. Past the bound, the
+    // execution in which the thread waited covers the rest.
+    if (++th.continuing > p_.spin_bound) Prune();
+    return;
+  }
+  if (!th.released && p_.spin_bound > 0) {
+    // Fairness without losing bounded spins: either wait for another
+    // thread's write, or run on (up to spin_bound identical iterations),
+    // so a loop that gives up after a few tries reaches its slow path
+    // while the writer is still late.
+    Action a;
+    if (Decide(DecideKind::kRand, 2, &a) && a.value == 1) {
+      th.continuing = 1;
+      return;
+    }
+  }
+  if (stale) Prune();
   th.blocked = true;
   th.op = Pending();
   th.op.kind = OpKind::kResume;
   th.pending = true;
   SwitchToScheduler();
+}
+
+void Engine::WaitBlocked(const debug_info& info) {
+  ThreadState& th = threads_[cur_];
+  if (!in_thread_) {
+    Fail(test_result_deadlock,
+         "a wait (mutex or condition variable) outside a thread can never "
+         "end",
+         info);
+    return;
+  }
+  CheckDepth();
+  // The read that found the mutex held / no signal is the last one.
+  if (!th.cur_reads.empty()) {
+    const SpinRead& r = th.cur_reads.back();
+    if (locs_[r.loc].mo.back() != r.rf) Prune();
+  }
+  th.cur_reads.clear();
+  th.prev_reads.clear();
+  th.has_prev = false;
+  th.continuing = 0;
+  th.blocked = true;
+  th.sync_wait = true;
+  th.op = Pending();
+  th.op.kind = OpKind::kResume;
+  th.op.info = info;
+  th.pending = true;
+  SwitchToScheduler();
+  th.sync_wait = false;
+}
+
+bool Engine::AllBlocked() {
+  bool spinner = false, waiter = false;
+  for (unsigned t = 0; t < n_; ++t) {
+    const ThreadState& th = threads_[t];
+    if (th.finished || !th.blocked) continue;
+    if (th.sync_wait)
+      waiter = true;
+    else
+      spinner = true;
+  }
+  if (!spinner || ++stalled_rounds_ > 2 * p_.spin_bound + 2) {
+    failed_ = true;
+    if (waiter) {
+      result_ = test_result_deadlock;
+      fail_desc_ =
+          "every unfinished thread waits and no thread can wake it (a "
+          "deadlock, or a lost wake-up of a condition variable)";
+    } else {
+      result_ = test_result_livelock;
+      fail_desc_ = "all unfinished threads spin and nobody writes";
+    }
+    for (unsigned t = 0; t < n_; ++t)
+      if (!threads_[t].finished && threads_[t].blocked)
+        fail_info_ = threads_[t].op.info;
+    return false;
+  }
+  // Nobody can write: a spin that ends by itself (a bounded retry, two
+  // yields in a row, a backoff) must be let run; one that never ends
+  // exhausts the rounds above and is a livelock.
+  for (unsigned t = 0; t < n_; ++t) {
+    ThreadState& th = threads_[t];
+    if (th.finished || !th.blocked || th.sync_wait) continue;
+    th.blocked = false;
+    th.released = true;
+  }
+  return true;
+}
+
+void Engine::CheckInvariantNow() {
+  struct Reset {
+    Engine* e;
+    ~Reset() {
+      e->observing_ = false;
+      e->in_invariant_ = false;
+    }
+  } reset{this};
+  observing_ = true;
+  in_invariant_ = true;
+  UserScope user(kFreesOnly);
+  suite_.Invariant();
+}
+
+void Engine::FreedAccess(const char* what, const debug_info& decl,
+                         const debug_info& info) {
+  std::ostringstream s;
+  s << "access to freed memory: " << what << " declared at "
+    << BaseName(decl.file_) << ":" << decl.line_ << ", accessed by "
+    << (cur_ == n_ ? std::string("main")
+                   : "thread " + std::to_string(cur_))
+    << " at " << BaseName(info.file_) << ":" << info.line_;
+  Fail(test_result_access_to_freed_memory, s.str(), info);
+}
+
+void* Engine::HeapAlloc(size_t size, size_t align, int kind) {
+  EngineScope engine;
+  void* p;
+  if (align > alignof(std::max_align_t))
+    p = std::aligned_alloc(align, (size + align - 1) / align * align);
+  else
+    p = std::malloc(size != 0 ? size : 1);
+  if (p == nullptr) return nullptr;
+  Block b;
+  b.size = size;
+  b.kind = kind;
+  b.tid = static_cast<int>(cur_);
+  b.after = static_cast<int>(events_.size()) - 1;
+  b.real = p;
+  heap_[reinterpret_cast<uintptr_t>(p)] = b;
+  return p;
+}
+
+bool Engine::HeapFree(void* p, int kind, const debug_info& info,
+                      bool report_foreign) {
+  (void)kind;
+  EngineScope engine;
+  auto it = heap_.find(reinterpret_cast<uintptr_t>(p));
+  if (it == heap_.end() && (!report_foreign || OutsideErase(p))) return false;
+  // Reported from operator delete (noexcept): record the failure; the
+  // thread stops at its next checker operation.
+  auto record = [&](test_result_e r, const std::string& desc) {
+    if (failed_ || aborting_) return;
+    failed_ = true;
+    result_ = r;
+    fail_desc_ = desc;
+    fail_info_ = info;
+  };
+  std::ostringstream who;
+  who << (cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_));
+  if (it == heap_.end()) {
+    // Not a block of this execution nor one allocated outside it: a stack
+    // or static object, an interior pointer, or memory already released.
+    // It is not released (the program is wrong either way).
+    std::ostringstream s;
+    s << "free of memory this execution did not allocate (" << p << ") by "
+      << who.str();
+    record(test_result_double_free, s.str());
+    return true;
+  }
+  Block& b = it->second;
+  if (b.freed) {
+    std::ostringstream s;
+    s << "double free of a " << b.size << "-byte block by " << who.str();
+    record(test_result_double_free, s.str());
+    return true;
+  }
+  b.freed = true;
+  // Poison: every rl::atomic and rl::var inside the block is dead; the
+  // memory itself stays allocated until the execution ends, so no later
+  // allocation can reuse it. The free is a write to all of them: an access
+  // that does not happen before it could as well come after it (C++20
+  // [basic.life], [intro.races]), which is a use after free.
+  const char* lo = static_cast<const char*>(p);
+  const char* hi = lo + b.size;
+  const Clock& clock = threads_[cur_].clock;
+  for (size_t i = 0; i < locs_.size(); ++i) {
+    Loc& l = locs_[i];
+    if (l.addr < lo || l.addr >= hi) continue;
+    l.freed = true;
+    for (int e : l.acc) {
+      if (events_[e].tid == static_cast<int>(cur_) || Hb(e, clock)) continue;
+      std::ostringstream s;
+      s << "access to freed memory: " << EventStr(e).substr(0, 200)
+        << " is not ordered before the free by " << who.str();
+      record(test_result_access_to_freed_memory, s.str());
+      return true;
+    }
+  }
+  for (VarState& v : vars_) {
+    if (v.addr < lo || v.addr >= hi) continue;
+    v.freed = true;
+    auto unordered = [&](const VarAcc& a) {
+      return a.tid != static_cast<int>(cur_) && clock.c[a.tid] < a.epoch;
+    };
+    bool bad = v.has_write && unordered(v.w);
+    for (const VarAcc& r : v.reads) bad = bad || unordered(r);
+    if (bad) {
+      std::ostringstream s;
+      s << "access to freed memory: an access to rl::var declared at "
+        << BaseName(v.decl.file_) << ":" << v.decl.line_
+        << " is not ordered before the free by " << who.str();
+      record(test_result_access_to_freed_memory, s.str());
+      return true;
+    }
+  }
+  return true;
+}
+
+void Engine::CheckLeaks() {
+  size_t blocks = 0, bytes = 0;
+  const Block* first = nullptr;
+  for (const auto& [addr, b] : heap_) {
+    if (b.freed) continue;
+    ++blocks;
+    bytes += b.size;
+    if (first == nullptr) first = &b;
+  }
+  if (blocks == 0) return;
+  std::ostringstream s;
+  s << "memory leak: " << blocks << " block(s), " << bytes
+    << " bytes, never freed; the first (" << first->size
+    << " bytes) allocated by "
+    << (first->tid == static_cast<int>(n_)
+            ? std::string("main")
+            : "thread " + std::to_string(first->tid))
+    << " after event #" << first->after;
+  failed_ = true;
+  result_ = test_result_memory_leak;
+  fail_desc_ = s.str();
+  fail_info_ = debug_info();
+}
+
+void Engine::ReleaseHeap() {
+  // Freed blocks are released now. Leaked ones (also those of an abandoned
+  // execution, whose threads were dropped mid-way) are left allocated: code
+  // outside the execution, such as a static created on first use, may
+  // still hold them.
+  for (auto& [addr, b] : heap_) {
+    if (b.freed)
+      std::free(b.real);
+    else
+      OutsideInsert(b.real);
+  }
+  heap_.clear();
 }
 
 unsigned Engine::Rand(unsigned limit) {
@@ -1124,19 +1573,36 @@ void Engine::Fail(test_result_e r, const std::string& desc,
     result_ = test_result_user_invariant_failed;
   fail_desc_ = desc;
   fail_info_ = info;
-  if (in_thread_) SwitchToScheduler();
+  if (in_thread_) {
+    SwitchToScheduler();
+    if (threads_[cur_].noabort > 0) return;  // stopped after the section
+  }
   throw AbortExecution();
 }
 
-int Engine::NewVar(bool initialized) {
+int Engine::NewVar(bool initialized, const debug_info& info,
+                   const void* addr) {
   vars_.emplace_back();
   vars_.back().init = initialized;
+  vars_.back().decl = info;
+  vars_.back().addr = static_cast<const char*>(addr);
   return static_cast<int>(vars_.size()) - 1;
 }
 
 void Engine::VarAccess(int var, bool write, const debug_info& info) {
+  if (observing_) return;
   VarState& v = vars_[var];
   const ThreadState& th = threads_[cur_];
+  if (v.freed) FreedAccess("rl::var", v.decl, info);
+  if (trace_) {
+    std::ostringstream s;
+    s << "   " << (cur_ == n_ ? std::string("main")
+                              : "thread " + std::to_string(cur_))
+      << ": var " << (write ? "write " : "read ") << "var#" << var << "("
+      << BaseName(v.decl.file_) << ":" << v.decl.line_ << ")  ["
+      << BaseName(info.file_) << ":" << info.line_ << "]";
+    var_trace_.emplace_back(events_.size(), s.str());
+  }
   auto ordered = [&](const VarAcc& a) {
     return a.tid == static_cast<int>(cur_) || th.clock.c[a.tid] >= a.epoch;
   };
@@ -1191,6 +1657,10 @@ void Engine::ResetExecution() {
   in_invariant_ = false;
   result_ = test_result_success;
   skips_ = 0;
+  steps_ = 0;
+  stalled_rounds_ = 0;
+  observing_ = false;
+  var_trace_.clear();
   pos_ = 0;
   replay_pos_ = 0;
   taken_.clear();
@@ -1202,9 +1672,12 @@ Engine::Outcome Engine::RunOne() {
   g_generation = g_next_generation++;
   bool created = false;
   try {
-    suite_.Create();
-    created = true;
-    suite_.Before();
+    {
+      UserScope user;
+      suite_.Create();
+      created = true;
+      suite_.Before();
+    }
     // Thread creation synchronizes: a virtual spawn event after before().
     ThreadState& m = threads_[n_];
     m.idx += 1;
@@ -1229,14 +1702,13 @@ Engine::Outcome Engine::RunOne() {
         if (all_done) break;
         if (any_runnable) {
           pruned_ = true;  // a deferred read never found its write
-        } else {
-          failed_ = true;
-          result_ = test_result_livelock;
-          fail_desc_ = "all unfinished threads spin without progress";
+          break;
         }
-        break;
+        if (!AllBlocked()) break;
+        continue;
       }
       Apply(a);
+      if (has_invariant_ && !failed_ && !pruned_) CheckInvariantNow();
     }
     if (!failed_ && !pruned_) {
       ThreadState& main = threads_[n_];
@@ -1244,6 +1716,7 @@ Engine::Outcome Engine::RunOne() {
         main.clock.Join(threads_[t].clock);
         main.clock.c[t] = threads_[t].idx + 1;  // virtual join event
       }
+      UserScope user(kFreesOnly);
       suite_.After();
       in_invariant_ = true;
       suite_.Invariant();
@@ -1263,10 +1736,15 @@ Engine::Outcome Engine::RunOne() {
   failed_ = fail;
   if (created) {
     try {
+      UserScope user;
       suite_.Destroy();
     } catch (...) {
     }
   }
+  // The heap model: a complete execution must have freed what it
+  // allocated (checked after the suite's destructor).
+  if (!failed_ && !pruned_ && !t_warmup) CheckLeaks();
+  ReleaseHeap();
   g_generation = 0;
   if (failed_) return Outcome::kFailed;
   return pruned_ ? Outcome::kPruned : Outcome::kComplete;
@@ -1274,7 +1752,10 @@ Engine::Outcome Engine::RunOne() {
 
 std::string Engine::EncodeState() const {
   std::ostringstream s;
-  s << "v1";
+  // v2:<stop_iteration>, then the decisions taken.
+  s << "v2:"
+    << (stop_iteration_ != 0 ? stop_iteration_
+                             : p_.executions + p_.blocked_executions + 1);
   if (mode_ == Mode::kDfs) {
     for (size_t i = 0; i < pos_ && i < stack_.size(); ++i)
       if (stack_[i].opts.size() > 1) s << ' ' << stack_[i].cur;
@@ -1339,8 +1820,12 @@ std::string Engine::EventStr(int id) const {
 void Engine::PrintTrace() {
   std::ostream& o = *out_;
   o << "---- failing execution (" << events_.size() << " events) ----\n";
-  for (size_t i = 0; i < events_.size(); ++i)
-    o << "  " << EventStr(static_cast<int>(i)) << "\n";
+  size_t v = 0;
+  for (size_t i = 0; i <= events_.size(); ++i) {
+    for (; v < var_trace_.size() && var_trace_[v].first <= i; ++v)
+      o << "  " << var_trace_[v].second << "\n";
+    if (i < events_.size()) o << "  " << EventStr(static_cast<int>(i)) << "\n";
+  }
   o << "  => " << test_result_str(result_) << ": " << fail_desc_ << "  ["
     << BaseName(fail_info_.file_) << ":" << fail_info_.line_ << "]\n";
 }
@@ -1351,6 +1836,19 @@ test_result_e Engine::Run(test_result_e expected) {
   auto last_progress = start;
   p_.executions = p_.blocked_executions = 0;
   p_.final_state.clear();
+  // Warm-up: one execution (the first of the full search) without the leak
+  // check, so function-local statics and caches that the code under test
+  // creates on first use exist before the search and are not reported as
+  // leaks. Its verdict is ignored; it is not counted.
+  {
+    Mode saved = mode_;
+    mode_ = Mode::kDfs;
+    t_warmup = true;
+    RunOne();
+    t_warmup = false;
+    stack_.clear();
+    mode_ = saved;
+  }
   test_result_e found = test_result_success;
   std::string state;
   unsigned long long seed = p_.seed;
@@ -1360,6 +1858,7 @@ test_result_e Engine::Run(test_result_e expected) {
     std::istringstream in(p_.initial_state);
     std::string tag;
     in >> tag;
+    if (tag.rfind("v2:", 0) == 0) stop_iteration_ = std::stoull(tag.substr(3));
     unsigned v;
     while (in >> v) replay_.push_back(v);
     trace_ = true;
@@ -1416,7 +1915,12 @@ test_result_e Engine::Run(test_result_e expected) {
   p_.seconds =
       std::chrono::duration<double>(SteadyClock::now() - start).count();
   p_.test_result = found;
-  p_.stop_iteration = p_.executions + p_.blocked_executions;
+  // Relacy counts executions from 1: the failing one's number, kept on
+  // replay (it travels in the state string).
+  p_.stop_iteration = p_.executions + p_.blocked_executions +
+                      (found != test_result_success ? 1 : 0);
+  if (!p_.initial_state.empty() && stop_iteration_ != 0)
+    p_.stop_iteration = stop_iteration_;
   if (found != test_result_success) {
     p_.final_state = state;
     // Re-run the failing execution with tracing to print it.
@@ -1456,12 +1960,17 @@ test_result_e Engine::Run(test_result_e expected) {
 
 uint64_t Generation() { return g_generation; }
 
-int NewAtomic(unsigned width, uint64_t init, const debug_info& info) {
-  return g_engine->NewAtomic(width, init, info);
+int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
+              const void* addr, size_t size) {
+  (void)size;
+  EngineScope engine;
+  return g_engine->NewAtomic(width, init, info, addr);
 }
 
 uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info) {
   if (g_engine->aborting()) return 0;
+  if (g_engine->observing()) return g_engine->Observe(loc);
+  EngineScope engine;
   Pending op;
   op.kind = OpKind::kLoad;
   op.loc = loc;
@@ -1471,7 +1980,8 @@ uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info) {
 }
 
 void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info) {
-  if (g_engine->aborting()) return;
+  if (g_engine->aborting() || g_engine->observing()) return;
+  EngineScope engine;
   Pending op;
   op.kind = OpKind::kStore;
   op.loc = loc;
@@ -1484,6 +1994,8 @@ void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info) {
 uint64_t AtomicRmw(int loc, RmwOp rop, uint64_t operand, memory_order mo,
                    const debug_info& info) {
   if (g_engine->aborting()) return 0;
+  if (g_engine->observing()) return g_engine->Observe(loc);
+  EngineScope engine;
   Pending op;
   op.kind = OpKind::kRmw;
   op.loc = loc;
@@ -1496,9 +2008,15 @@ uint64_t AtomicRmw(int loc, RmwOp rop, uint64_t operand, memory_order mo,
 
 bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
                memory_order success, memory_order failure,
-               const debug_info& info) {
+               const debug_info& info, bool weak) {
   if (g_engine->aborting()) return false;
+  if (g_engine->observing()) {
+    *expected = g_engine->Observe(loc);
+    return false;
+  }
+  EngineScope engine;
   Pending op;
+  op.weak = weak;
   op.kind = OpKind::kCas;
   op.loc = loc;
   op.mo = success;
@@ -1507,7 +2025,7 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
   op.expected = *expected;
   op.info = info;
   uint64_t old = g_engine->Op(op);
-  if (old == *expected) return true;
+  if (g_engine->LastCasOk()) return true;
   *expected = old;
   return false;
 }
@@ -1517,19 +2035,30 @@ void Fence(memory_order mo, const debug_info& info) {
     std::atomic_thread_fence(mo);
     return;
   }
-  if (g_engine->aborting()) return;
+  if (g_engine->aborting() || g_engine->observing()) return;
+  EngineScope engine;
   g_engine->Fence(mo, info);
 }
 
 void Yield(unsigned count, const debug_info& info) {
   (void)count;
-  if (g_generation == 0 || g_engine->aborting()) return;
+  if (g_generation == 0 || g_engine->aborting() || g_engine->observing())
+    return;
+  EngineScope engine;
   g_engine->Yield(info);
+}
+
+void WaitBlocked(const debug_info& info) {
+  if (g_generation == 0 || g_engine->aborting()) return;
+  EngineScope engine;
+  g_engine->WaitBlocked(info);
 }
 
 unsigned Rand(unsigned limit, const debug_info& info) {
   (void)info;
-  if (g_generation == 0 || g_engine->aborting()) return 0;
+  if (g_generation == 0 || g_engine->aborting() || g_engine->observing())
+    return 0;
+  EngineScope engine;
   return g_engine->Rand(limit);
 }
 
@@ -1543,22 +2072,55 @@ void Fail(test_result_e result, const char* desc, const debug_info& info) {
     std::fprintf(stderr, "%s:%u: %s\n", info.file_, info.line_, desc);
     std::abort();
   }
+  EngineScope engine;
   g_engine->Fail(result, desc, info);
 }
 
 void Until(const char* desc, const debug_info& info) {
   if (g_generation == 0) return;
+  EngineScope engine;
   g_engine->Fail(test_result_until_condition_hit, desc, info);
 }
 
-int NewVar(bool initialized, const debug_info& info) {
-  (void)info;
-  return g_engine->NewVar(initialized);
+int NewVar(bool initialized, const debug_info& info, const void* addr,
+           size_t size) {
+  (void)size;
+  EngineScope engine;
+  return g_engine->NewVar(initialized, info, addr);
 }
 
 void VarAccess(int var, bool write, const debug_info& info) {
   if (g_engine->aborting()) return;
+  EngineScope engine;
   g_engine->VarAccess(var, write, info);
+}
+
+void NoAbort(int delta) {
+  if (g_generation != 0 && g_engine != nullptr) g_engine->NoAbort(delta);
+}
+
+bool Tracking() {
+  return t_user != kEngine && g_generation != 0 && g_engine != nullptr;
+}
+
+void* HeapAlloc(size_t size, size_t align, int kind) {
+  if (Tracking() && t_user == kTracked)
+    return g_engine->HeapAlloc(size, align, kind);
+  void* p = align > alignof(std::max_align_t)
+                ? std::aligned_alloc(align, (size + align - 1) / align * align)
+                : std::malloc(size != 0 ? size : 1);
+  // The engine's own allocations (during an execution, outside user code)
+  // are never freed by the test: not recorded.
+  if (p != nullptr && RecordsOutside()) OutsideInsert(p);
+  return p;
+}
+
+void HeapFree(void* p, int kind, const debug_info& info) {
+  if (p == nullptr) return;
+  if (Tracking() && g_engine->HeapFree(p, kind, info, t_user == kTracked))
+    return;
+  if (RecordsOutside()) OutsideErase(p);
+  std::free(p);
 }
 
 test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
@@ -1568,13 +2130,91 @@ test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
     params.test_result = test_result_inconsistent_test_suite;
     return test_result_inconsistent_test_suite;
   }
-  Engine engine(suite, params, threads, name);
+  Engine engine(suite, params, threads,
+                params.test_name.empty() ? name : params.test_name);
+  engine.has_invariant_ = suite.HasInvariant();
   Engine* saved = g_engine;
   g_engine = &engine;
+  bool saved_in_run = t_in_run;
+  t_in_run = true;
+  int saved_width = g_clock_width;
+  g_clock_width = static_cast<int>(threads) + 1;
   test_result_e r = engine.Run(expected);
+  g_clock_width = saved_width;
+  t_in_run = saved_in_run;
   g_engine = saved;
   return r;
 }
 
 }  // namespace detail
 }  // namespace rl
+
+// ---------------------------------------------------------------- heap
+
+// The test's new/delete go through the heap model while an execution's
+// user code runs (rl::detail::Tracking()); everything else, the engine
+// included, gets plain malloc/free.
+namespace {
+void* NewOrThrow(std::size_t n, std::size_t align, int kind) {
+  void* p = rl::detail::HeapAlloc(n, align, kind);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return NewOrThrow(n, 0, 1); }
+void* operator new[](std::size_t n) { return NewOrThrow(n, 0, 2); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return rl::detail::HeapAlloc(n, 0, 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return rl::detail::HeapAlloc(n, 0, 2);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return NewOrThrow(n, static_cast<std::size_t>(a), 1);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return NewOrThrow(n, static_cast<std::size_t>(a), 2);
+}
+void* operator new(std::size_t n, std::align_val_t a,
+                   const std::nothrow_t&) noexcept {
+  return rl::detail::HeapAlloc(n, static_cast<std::size_t>(a), 1);
+}
+void* operator new[](std::size_t n, std::align_val_t a,
+                     const std::nothrow_t&) noexcept {
+  return rl::detail::HeapAlloc(n, static_cast<std::size_t>(a), 2);
+}
+void operator delete(void* p) noexcept { rl::detail::HeapFree(p, 1, {}); }
+void operator delete[](void* p) noexcept { rl::detail::HeapFree(p, 2, {}); }
+void operator delete(void* p, std::size_t) noexcept {
+  rl::detail::HeapFree(p, 1, {});
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  rl::detail::HeapFree(p, 2, {});
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  rl::detail::HeapFree(p, 1, {});
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  rl::detail::HeapFree(p, 2, {});
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  rl::detail::HeapFree(p, 1, {});
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  rl::detail::HeapFree(p, 2, {});
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  rl::detail::HeapFree(p, 1, {});
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  rl::detail::HeapFree(p, 2, {});
+}
+void operator delete(void* p, std::align_val_t,
+                     const std::nothrow_t&) noexcept {
+  rl::detail::HeapFree(p, 1, {});
+}
+void operator delete[](void* p, std::align_val_t,
+                       const std::nothrow_t&) noexcept {
+  rl::detail::HeapFree(p, 2, {});
+}

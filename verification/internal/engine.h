@@ -5,6 +5,7 @@
 #define PERCPU_VERIFICATION_INTERNAL_ENGINE_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <version>
@@ -54,8 +55,14 @@ enum test_result_e {
   test_result_unitialized_access,
   test_result_deadlock,
   test_result_livelock,
+  // Mutexes (rl::mutex, rl::recursive_mutex), Relacy's values.
+  test_result_recursion_on_nonrecursive_mutex,
+  test_result_unlocking_mutex_wo_ownership,
+  test_result_destroying_owned_mutex,
   // Additional results.
   test_result_unhandled_exception,
+  // No longer produced: exceeding execution_depth_limit is a livelock
+  // (Relacy's verdict). Kept so existing code compiles.
   test_result_execution_depth_limit,
 };
 
@@ -72,6 +79,8 @@ struct test_params {
   // sched_random: number of executions. sched_full/sched_bound: ignored
   // (see max_executions).
   unsigned iteration_count = 1000;
+  // Name printed in reports (empty: the suite's type name).
+  std::string test_name;
   std::ostream* output_stream = nullptr;  // null = std::cout
   // Progress lines on long runs (every progress_output_period seconds);
   // null = std::cout. Set quiet_progress to disable.
@@ -80,13 +89,24 @@ struct test_params {
   unsigned progress_output_period = 2;  // seconds between progress lines
   bool collect_history = true;
   bool output_history = true;  // print the trace of a failing execution
-  scheduler_type_e search_type = sched_full;
+  // Relacy's default: 1000 random executions. sched_full explores every
+  // execution (what the project's tests ask for explicitly).
+  scheduler_type_e search_type = sched_random;
   // sched_bound: maximal number of deferred reads per execution (reads that
   // are scheduled after a later-indexed thread to read a later write).
   unsigned context_bound = 2;
-  // Maximal number of events per execution; exceeding it is reported as
-  // test_result_execution_depth_limit (an unbounded loop without rl::yield).
+  // Maximal number of steps (events and yields) per execution; exceeding it
+  // is reported as test_result_livelock (a loop that never ends).
   unsigned execution_depth_limit = 2000;
+  // Spin handling (see docs/verification.md, "Spin loops and fairness"):
+  // how many further identical iterations a spinning thread runs when it
+  // could also wait for another thread's write (so a loop that gives up
+  // after a few tries reaches its slow path), and how many rounds every
+  // thread may spin with nobody writing before the run is a livelock.
+  unsigned spin_bound = 4;
+  // compare_exchange_weak may fail spuriously (C++20 [atomics.types.
+  // operations]); at most once in a row per thread and location.
+  bool spurious_cas_failures = true;
   // Replay: if non-empty, run exactly the execution it encodes.
   std::string initial_state;
   // Out: the encoded failing execution (feed back as initial_state).
@@ -118,6 +138,7 @@ class SuiteIface {
   virtual void Thread(unsigned index) = 0;
   virtual void After() = 0;
   virtual void Invariant() = 0;
+  virtual bool HasInvariant() const = 0;
   virtual void Destroy() = 0;
 };
 
@@ -131,21 +152,45 @@ struct AbortExecution {};
 // so objects from outside an execution fall back to plain behaviour.
 uint64_t Generation();
 
-int NewAtomic(unsigned width, uint64_t init, const debug_info& info);
+int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
+              const void* addr = nullptr, size_t size = 0);
 uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info);
 void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info);
 uint64_t AtomicRmw(int loc, RmwOp op, uint64_t operand, memory_order mo,
                    const debug_info& info);
 bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
                memory_order success, memory_order failure,
-               const debug_info& info);
+               const debug_info& info, bool weak = false);
 void Fence(memory_order mo, const debug_info& info);
 void Yield(unsigned count, const debug_info& info);
+// Blocks the calling thread until another thread writes (a mutex or
+// condition-variable wait). If nothing can ever write again, the run is a
+// deadlock. Reads since the last wait that were not the newest prune the
+// execution (another one reads the newer value).
+void WaitBlocked(const debug_info& info);
 unsigned Rand(unsigned limit, const debug_info& info);
 unsigned ThreadIndex();
 void Fail(test_result_e result, const char* desc, const debug_info& info);
 void Until(const char* desc, const debug_info& info);
-int NewVar(bool initialized, const debug_info& info);
+int NewVar(bool initialized, const debug_info& info,
+           const void* addr = nullptr, size_t size = 0);
+// The heap model: allocations made by a test's code during an execution are
+// tracked (leaks, double free, use after free through rl::atomic/rl::var in
+// freed memory). Freed blocks stay allocated (poisoned) until the execution
+// ends. kind: 0 malloc, 1 new, 2 new[].
+void* HeapAlloc(size_t size, size_t align, int kind);
+void HeapFree(void* p, int kind, const debug_info& info);
+// Brackets code that may run in a noexcept destructor (rl::mutex::unlock):
+// an abandoned execution does not throw at the thread there.
+void NoAbort(int delta);
+struct NoAbortScope {
+  NoAbortScope() { NoAbort(1); }
+  ~NoAbortScope() { NoAbort(-1); }
+  NoAbortScope(const NoAbortScope&) = delete;
+  NoAbortScope& operator=(const NoAbortScope&) = delete;
+};
+// True while an execution's user code runs on this OS thread.
+bool Tracking();
 void VarAccess(int var, bool write, const debug_info& info);
 
 // Explores the suite; returns the result found (success if none).

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -40,6 +41,11 @@
   } while (0)
 #define VAR(x) x(RL_INFO)
 #define VAR_T(x) ::rl::var<x>
+#define TLS_T(T) ::rl::thread_local_var<T>
+// new/delete in a test are tracked by the heap model (global operator
+// new/delete while an execution runs), so Relacy's macros are plain.
+#define RL_NEW new
+#define RL_DELETE(p) delete p
 
 namespace rl {
 
@@ -54,10 +60,23 @@ struct test_suite {
   void invariant() {}
 };
 
+// Relacy's long spellings (rl::memory_order_relaxed, ...).
+inline constexpr memory_order memory_order_relaxed = mo_relaxed;
+inline constexpr memory_order memory_order_consume = mo_consume;
+inline constexpr memory_order memory_order_acquire = mo_acquire;
+inline constexpr memory_order memory_order_release = mo_release;
+inline constexpr memory_order memory_order_acq_rel = mo_acq_rel;
+inline constexpr memory_order memory_order_seq_cst = mo_seq_cst;
+
 inline void atomic_thread_fence(memory_order mo,
                                 debug_info info = RL_CURRENT_INFO) {
   detail::Fence(mo, info);
 }
+
+// A signal fence orders a thread with a signal handler on the same thread;
+// the checker has no signal handlers, so between threads it orders nothing
+// (C++20 [atomics.fences]/7). Accepted and ignored.
+inline void atomic_signal_fence(memory_order, debug_info = RL_CURRENT_INFO) {}
 
 // Tells the checker the thread is spinning; see docs (spin handling).
 inline void yield(unsigned count = 1, debug_info info = RL_CURRENT_INFO) {
@@ -144,6 +163,15 @@ class atomic_proxy {
     store(v);
     return v;
   }
+  T operator++() { return fetch_add(T(1)) + T(1); }
+  T operator++(int) { return fetch_add(T(1)); }
+  T operator--() { return fetch_sub(T(1)) - T(1); }
+  T operator--(int) { return fetch_sub(T(1)); }
+  T operator+=(T v) { return fetch_add(v) + v; }
+  T operator-=(T v) { return fetch_sub(v) - v; }
+  T operator&=(T v) { return fetch_and(v) & v; }
+  T operator|=(T v) { return fetch_or(v) | v; }
+  T operator^=(T v) { return fetch_xor(v) ^ v; }
 
  private:
   atomic<T>* a_;
@@ -188,16 +216,18 @@ class atomic {
                                debug_info info = RL_CURRENT_INFO) {
     return Cas(expected, desired, success, failure, info);
   }
-  // No spurious failures are modelled (documented limitation).
+  // May fail spuriously (test_params::spurious_cas_failures): the checker
+  // explores a failure even when the value matched, at most once in a row
+  // per thread and location.
   bool compare_exchange_weak(T& expected, T desired,
                              memory_order mo = mo_seq_cst,
                              debug_info info = RL_CURRENT_INFO) {
-    return Cas(expected, desired, mo, FailureOrder(mo), info);
+    return Cas(expected, desired, mo, FailureOrder(mo), info, true);
   }
   bool compare_exchange_weak(T& expected, T desired, memory_order success,
                              memory_order failure,
                              debug_info info = RL_CURRENT_INFO) {
-    return Cas(expected, desired, success, failure, info);
+    return Cas(expected, desired, success, failure, info, true);
   }
   T fetch_add(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
@@ -244,7 +274,9 @@ class atomic {
   void Init(T v, const debug_info& info) {
     plain_ = v;
     gen_ = detail::Generation();
-    if (gen_ != 0) loc_ = detail::NewAtomic(sizeof(T), detail::ToBits(v), info);
+    if (gen_ != 0)
+      loc_ = detail::NewAtomic(sizeof(T), detail::ToBits(v), info, this,
+                               sizeof(*this));
   }
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
   T Rmw(detail::RmwOp op, T v, memory_order mo, const debug_info& info) {
@@ -278,7 +310,7 @@ class atomic {
         detail::AtomicRmw(loc_, op, detail::ToBits(v), mo, info));
   }
   bool Cas(T& expected, T desired, memory_order s, memory_order f,
-           const debug_info& info) {
+           const debug_info& info, bool weak = false) {
     if (!Live()) {
       if (detail::ToBits(plain_) == detail::ToBits(expected)) {
         plain_ = desired;
@@ -288,7 +320,8 @@ class atomic {
       return false;
     }
     uint64_t e = detail::ToBits(expected);
-    bool ok = detail::AtomicCas(loc_, &e, detail::ToBits(desired), s, f, info);
+    bool ok =
+        detail::AtomicCas(loc_, &e, detail::ToBits(desired), s, f, info, weak);
     if (!ok) expected = detail::FromBits<T>(e);
     return ok;
   }
@@ -377,7 +410,7 @@ class var {
   friend class var_proxy<T>;
   void Init(bool initialized, const debug_info& info) {
     gen_ = detail::Generation();
-    if (gen_ != 0) id_ = detail::NewVar(initialized, info);
+    if (gen_ != 0) id_ = detail::NewVar(initialized, info, this, sizeof(*this));
   }
   void Access(bool write, const debug_info& info) {
     if (gen_ != 0 && gen_ == detail::Generation())
@@ -387,6 +420,241 @@ class var {
   int id_ = -1;
   uint64_t gen_ = 0;
 };
+
+// A test-and-set flag (C++20 std::atomic_flag), over rl::atomic<bool>.
+class atomic_flag {
+ public:
+  atomic_flag(debug_info info = RL_CURRENT_INFO) : f_(false, info) {}  // NOLINT
+  bool test_and_set(memory_order mo = mo_seq_cst,
+                    debug_info info = RL_CURRENT_INFO) {
+    return f_.exchange(true, mo, info);
+  }
+  void clear(memory_order mo = mo_seq_cst, debug_info info = RL_CURRENT_INFO) {
+    f_.store(false, mo, info);
+  }
+  bool test(memory_order mo = mo_seq_cst,
+            debug_info info = RL_CURRENT_INFO) const {
+    return f_.load(mo, info);
+  }
+
+ private:
+  atomic<bool> f_;
+};
+
+// Mutexes, modelled with the checker's own atomics so the search explores
+// every acquisition order: lock() is an acquire CAS of a state word that
+// unlock() releases, so acquiring a mutex synchronizes-with its previous
+// unlock (C++20 [thread.mutex.requirements.mutex]/25). A thread that finds
+// it held waits (detail::WaitBlocked) until another thread writes; if no
+// thread can, the run is a DEADLOCK. The owner bookkeeping is the checker's
+// (reset with each execution's suite), not part of the modelled program.
+class mutex {
+ public:
+  mutex(debug_info info = RL_CURRENT_INFO) : state_(0, info) {}  // NOLINT
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+  void lock(debug_info info = RL_CURRENT_INFO) {
+    if (Live() && owner_ == static_cast<int>(thread_index()))
+      detail::Fail(test_result_recursion_on_nonrecursive_mutex,
+                   "lock of a non-recursive mutex the thread already holds",
+                   info);
+    for (;;) {
+      int expected = 0;
+      if (state_.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
+                                         info))
+        break;
+      detail::WaitBlocked(info);
+    }
+    owner_ = static_cast<int>(thread_index());
+    info_ = info;
+  }
+  bool try_lock(debug_info info = RL_CURRENT_INFO) {
+    int expected = 0;
+    if (!state_.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
+                                        info))
+      return false;
+    owner_ = static_cast<int>(thread_index());
+    info_ = info;
+    return true;
+  }
+  void unlock(debug_info info = RL_CURRENT_INFO) {
+    detail::NoAbortScope no_abort;  // often called from ~unique_lock
+    if (Live() && owner_ != static_cast<int>(thread_index()))
+      detail::Fail(test_result_unlocking_mutex_wo_ownership,
+                   "unlock of a mutex the thread does not hold", info);
+    owner_ = -1;
+    state_.store(0, mo_release, info);
+  }
+  // Relacy's spellings.
+  void lock_shared(debug_info info = RL_CURRENT_INFO) { lock(info); }
+  void unlock_shared(debug_info info = RL_CURRENT_INFO) { unlock(info); }
+
+ private:
+  bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
+  atomic<int> state_;
+  int owner_ = -1;
+  uint64_t gen_ = detail::Generation();
+  debug_info info_;
+};
+
+class recursive_mutex {
+ public:
+  recursive_mutex(debug_info info = RL_CURRENT_INFO) : m_(info) {}  // NOLINT
+  void lock(debug_info info = RL_CURRENT_INFO) {
+    if (count_ > 0 && owner_ == static_cast<int>(thread_index())) {
+      ++count_;
+      return;
+    }
+    m_.lock(info);
+    owner_ = static_cast<int>(thread_index());
+    count_ = 1;
+  }
+  bool try_lock(debug_info info = RL_CURRENT_INFO) {
+    if (count_ > 0 && owner_ == static_cast<int>(thread_index())) {
+      ++count_;
+      return true;
+    }
+    if (!m_.try_lock(info)) return false;
+    owner_ = static_cast<int>(thread_index());
+    count_ = 1;
+    return true;
+  }
+  void unlock(debug_info info = RL_CURRENT_INFO) {
+    if (count_ == 0 || owner_ != static_cast<int>(thread_index())) {
+      m_.unlock(info);  // reports the missing ownership
+      return;
+    }
+    if (--count_ == 0) {
+      owner_ = -1;
+      m_.unlock(info);
+    }
+  }
+
+ private:
+  mutex m_;
+  int owner_ = -1;
+  unsigned count_ = 0;
+};
+
+// Condition variable. wait() registers the waiter, unlocks, and either
+// wakes spuriously (explored: C++ allows it) or consumes a signal from
+// notify_one()/notify_all(), then relocks. notify_one() signals one
+// registered waiter only, so a program that needs notify_all() is caught; a
+// notify with no registered waiter is lost, so a missed wake-up ends in
+// DEADLOCK (nobody can wake the waiter).
+class condition_variable {
+ public:
+  condition_variable(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : waiters_(0u, info), signals_(0u, info) {}
+  template <typename Lock>
+  void wait(Lock& lock, debug_info info = RL_CURRENT_INFO) {
+    waiters_.fetch_add(1, mo_relaxed, info);
+    lock.unlock();
+    // A spurious wake-up is explored, but not twice in a row for a thread
+    // (or a predicate loop would never end).
+    if (gen_ != detail::Generation()) {
+      gen_ = detail::Generation();
+      for (bool& b : spurious_) b = false;
+    }
+    unsigned me = thread_index() % kSlots;
+    bool spurious = !spurious_[me] && rand(2, info) == 1;
+    spurious_[me] = spurious;
+    if (!spurious) {
+      for (;;) {
+        unsigned s = signals_.load(mo_relaxed, info);
+        if (s != 0) {
+          if (signals_.compare_exchange_strong(s, s - 1, mo_relaxed,
+                                               mo_relaxed, info))
+            break;
+          continue;
+        }
+        detail::WaitBlocked(info);
+      }
+    }
+    // else: a spurious wake-up (the registration stays; a later signal
+    // for it wakes another waiter, which is also allowed).
+    lock.lock();
+  }
+  template <typename Lock, typename Pred>
+  void wait(Lock& lock, Pred pred, debug_info info = RL_CURRENT_INFO) {
+    while (!pred()) wait(lock, info);
+  }
+  void notify_one(debug_info info = RL_CURRENT_INFO) {
+    unsigned w = waiters_.load(mo_relaxed, info);
+    while (w != 0) {
+      if (waiters_.compare_exchange_strong(w, w - 1, mo_relaxed, mo_relaxed,
+                                           info)) {
+        signals_.fetch_add(1, mo_relaxed, info);
+        return;
+      }
+    }
+  }
+  void notify_all(debug_info info = RL_CURRENT_INFO) {
+    unsigned w = waiters_.exchange(0, mo_relaxed, info);
+    if (w != 0) signals_.fetch_add(w, mo_relaxed, info);
+  }
+
+ private:
+  static constexpr unsigned kSlots = 64;
+  atomic<unsigned> waiters_;
+  atomic<unsigned> signals_;
+  bool spurious_[kSlots] = {};
+  uint64_t gen_ = 0;
+};
+using condition_variable_any = condition_variable;
+using std::lock_guard;
+using std::unique_lock;
+
+// Per-thread storage (Relacy's thread_local_var / TLS_T): each checker
+// thread sees its own value, value-initialized in every execution.
+template <typename T>
+class thread_local_var;
+
+template <typename T>
+class thread_local_proxy {
+ public:
+  thread_local_proxy(thread_local_var<T>& v, debug_info info)
+      : v_(v), info_(info) {}
+  operator T() const { return v_.get(info_); }  // NOLINT
+  T operator->() const { return v_.get(info_); }
+  thread_local_proxy& operator=(T value) {
+    v_.set(value, info_);
+    return *this;
+  }
+
+ private:
+  thread_local_var<T>& v_;
+  debug_info info_;
+};
+
+template <typename T>
+class thread_local_var {
+ public:
+  static constexpr unsigned kSlots = 64;
+  thread_local_proxy<T> operator()(debug_info info) { return {*this, info}; }
+  T get(debug_info = RL_CURRENT_INFO) { return Slot(); }
+  void set(T v, debug_info = RL_CURRENT_INFO) { Slot() = v; }
+
+ private:
+  T& Slot() {
+    if (gen_ != detail::Generation()) {
+      gen_ = detail::Generation();
+      for (T& v : values_) v = T();
+    }
+    unsigned i = thread_index();
+    return values_[i < kSlots ? i : kSlots - 1];
+  }
+  T values_[kSlots] = {};
+  uint64_t gen_ = 0;
+};
+
+// The heap model's malloc/free (relacy_std.hpp maps malloc/free to them).
+inline void* rl_malloc(size_t size, debug_info = RL_CURRENT_INFO) {
+  return detail::HeapAlloc(size, 0, 0);
+}
+inline void rl_free(void* p, debug_info info = RL_CURRENT_INFO) {
+  detail::HeapFree(p, 0, info);
+}
 
 namespace detail {
 
@@ -401,6 +669,12 @@ class SuiteAdapter : public SuiteIface {
   void Thread(unsigned index) override { obj_->thread(index); }
   void After() override { obj_->after(); }
   void Invariant() override { obj_->invariant(); }
+  bool HasInvariant() const override {
+    // Only a suite that declares invariant() pays for calling it at every
+    // step.
+    using Base = test_suite<T, T::static_thread_count, T::expected_result>;
+    return !std::is_same_v<decltype(&T::invariant), void (Base::*)()>;
+  }
   void Destroy() override {
     if (obj_ != nullptr) obj_->~T();
     obj_ = nullptr;

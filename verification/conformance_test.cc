@@ -1,0 +1,548 @@
+// Conformance of the Relacy dialect: one small suite per feature, each run
+// with the verdict Relacy (dvyukov/relacy) gives for the same program, or
+// the C++20 verdict where the two differ (said at the case). A change that
+// makes the checker pass a buggy program silently, or flag a correct one,
+// fails here. See docs/verification.md, "The dialect".
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "relacy/relacy.hpp"
+
+namespace {
+
+// Runs T exhaustively and returns the verdict (the trace is kept out of the
+// log unless asked for).
+template <typename T>
+rl::test_result_e Full(rl::test_params* out = nullptr) {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.print_summary = false;
+  std::ostringstream trace;
+  p.output_stream = &trace;
+  rl::simulate<T>(p);
+  MESSAGE(std::string(rl::test_result_str(p.test_result))
+          << " after " << p.executions << " executions (+"
+          << p.blocked_executions << " pruned)");
+  if (out != nullptr) *out = p;
+  return p.test_result;
+}
+
+#define VERDICT(R, ...)                                      \
+  CHECK(std::string(rl::test_result_str(Full<__VA_ARGS__>())) == \
+        std::string(rl::test_result_str(R)))
+
+// ------------------------------------------------------------- heap model
+
+struct Node {
+  rl::atomic<int> value{0};
+  rl::var<int> payload;
+  Node() : payload(7) {}
+};
+
+// A node published in an atomic and never deleted.
+struct Leak : rl::test_suite<Leak, 2> {
+  rl::atomic<Node*> head{nullptr};
+  void thread(unsigned i) {
+    if (i == 0) head.store(new Node, rl::mo_release);
+  }
+};
+TEST_CASE("heap: a node never deleted is a MEMORY LEAK") {
+  VERDICT(rl::test_result_memory_leak, Leak);
+}
+
+struct NoLeak : rl::test_suite<NoLeak, 2> {
+  rl::atomic<Node*> head{nullptr};
+  void thread(unsigned i) {
+    if (i == 0) head.store(new Node, rl::mo_release);
+  }
+  void after() { delete head.load(rl::mo_relaxed); }
+};
+TEST_CASE("heap: the same node deleted in after() is fine") {
+  VERDICT(rl::test_result_success, NoLeak);
+}
+
+// Thread 0 reads a field of the node it loaded while thread 1 exchanges
+// the node out and deletes it (no reclamation scheme).
+struct UseAfterFree : rl::test_suite<UseAfterFree, 2> {
+  rl::atomic<Node*> head{nullptr};
+  void before() { head.store(new Node, rl::mo_relaxed); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      Node* n = head.load(rl::mo_acquire);
+      if (n != nullptr) n->value.load(rl::mo_relaxed);
+    } else {
+      delete head.exchange(nullptr, rl::mo_acq_rel);
+    }
+  }
+};
+TEST_CASE("heap: reading a freed node's atomic is ACCESS TO FREED MEMORY") {
+  VERDICT(rl::test_result_access_to_freed_memory, UseAfterFree);
+}
+
+struct UseAfterFreeVar : rl::test_suite<UseAfterFreeVar, 2> {
+  rl::atomic<Node*> head{nullptr};
+  void before() { head.store(new Node, rl::mo_relaxed); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      Node* n = head.load(rl::mo_acquire);
+      if (n != nullptr) (void)static_cast<int>(n->payload($));
+    } else {
+      delete head.exchange(nullptr, rl::mo_acq_rel);
+    }
+  }
+};
+TEST_CASE("heap: reading a freed node's rl::var is ACCESS TO FREED MEMORY") {
+  VERDICT(rl::test_result_access_to_freed_memory, UseAfterFreeVar);
+}
+
+// Both threads exchange the node out and delete what they got; a second
+// delete of the same pointer (a buggy "cache" of the old value).
+struct DoubleFree : rl::test_suite<DoubleFree, 2> {
+  rl::atomic<Node*> head{nullptr};
+  Node* first = nullptr;
+  void before() {
+    first = new Node;
+    head.store(first, rl::mo_relaxed);
+  }
+  void thread(unsigned i) {
+    Node* n = head.exchange(nullptr, rl::mo_acq_rel);
+    if (i == 0) n = first;  // bug: deletes what it once saw
+    delete n;
+  }
+};
+TEST_CASE("heap: deleting a node twice is DOUBLE FREE") {
+  VERDICT(rl::test_result_double_free, DoubleFree);
+}
+
+// Deleting a static object (glibc would abort the process).
+int g_static_int = 1;
+struct ForeignFree : rl::test_suite<ForeignFree, 1> {
+  void thread(unsigned) { delete &g_static_int; }
+};
+TEST_CASE("heap: freeing memory that is no heap block is reported") {
+  // Relacy has no separate verdict; it is a free of a pointer that is not
+  // a live block: DOUBLE FREE.
+  VERDICT(rl::test_result_double_free, ForeignFree);
+}
+
+// Memory allocated before the search (or by a static) may be freed inside
+// an execution: not foreign.
+int* g_outside = nullptr;
+struct OutsideFree : rl::test_suite<OutsideFree, 1> {
+  void thread(unsigned) {
+    delete g_outside;
+    g_outside = nullptr;
+  }
+};
+TEST_CASE("heap: freeing memory allocated outside the execution is fine") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.max_executions = 1;  // the block exists once
+  p.print_summary = false;
+  g_outside = new int(1);
+  // The warm-up execution frees it; the counted one frees nullptr.
+  CHECK(rl::simulate<OutsideFree>(p));
+  CHECK(g_outside == nullptr);
+}
+
+struct MallocLeak : rl::test_suite<MallocLeak, 1> {
+  void thread(unsigned) {
+    void* p = rl::rl_malloc(16);
+    void* q = rl::rl_malloc(16);
+    rl::rl_free(p);
+    (void)q;
+  }
+};
+TEST_CASE("heap: rl_malloc without rl_free is a MEMORY LEAK") {
+  VERDICT(rl::test_result_memory_leak, MallocLeak);
+}
+
+// Freed memory stays poisoned (never reused) until the execution ends: a
+// new allocation never lands on the freed node, so the stale pointer keeps
+// failing instead of reading a fresh object.
+struct NoReuse : rl::test_suite<NoReuse, 1> {
+  void thread(unsigned) {
+    Node* a = new Node;
+    delete a;
+    Node* b = new Node;
+    RL_ASSERT(a != b);
+    delete b;
+  }
+};
+TEST_CASE("heap: freed memory is not reused within an execution") {
+  VERDICT(rl::test_result_success, NoReuse);
+}
+
+// ------------------------------------------------- compare_exchange_weak
+
+// Correct only if the weak CAS succeeds the first time.
+struct WeakOnce : rl::test_suite<WeakOnce, 1> {
+  rl::atomic<int> x{0};
+  void thread(unsigned) {
+    int e = 0;
+    x.compare_exchange_weak(e, 1, rl::mo_relaxed);
+    RL_ASSERT(x.load(rl::mo_relaxed) == 1);
+  }
+};
+TEST_CASE("cas: compare_exchange_weak fails spuriously") {
+  VERDICT(rl::test_result_user_assert_failed, WeakOnce);
+}
+
+struct StrongOnce : rl::test_suite<StrongOnce, 1> {
+  rl::atomic<int> x{0};
+  void thread(unsigned) {
+    int e = 0;
+    x.compare_exchange_strong(e, 1, rl::mo_relaxed);
+    RL_ASSERT(x.load(rl::mo_relaxed) == 1);
+  }
+};
+TEST_CASE("cas: compare_exchange_strong does not") {
+  VERDICT(rl::test_result_success, StrongOnce);
+}
+
+struct WeakLoop : rl::test_suite<WeakLoop, 2> {
+  rl::atomic<int> x{0};
+  void thread(unsigned) {
+    int e = x.load(rl::mo_relaxed);
+    while (!x.compare_exchange_weak(e, e + 1, rl::mo_relaxed)) {
+    }
+  }
+  void after() { RL_ASSERT(x.load(rl::mo_relaxed) == 2); }
+};
+TEST_CASE("cas: a weak CAS retry loop is correct and terminates") {
+  VERDICT(rl::test_result_success, WeakLoop);
+}
+
+// ------------------------------------------------------------ invariant
+
+// The invariant a == b breaks between the two stores of thread 0.
+struct BrokenBetween : rl::test_suite<BrokenBetween, 2> {
+  rl::atomic<int> a{0}, b{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      a.store(1, rl::mo_relaxed);
+      b.store(1, rl::mo_relaxed);
+    }
+  }
+  void invariant() {
+    RL_ASSERT(a.load(rl::mo_relaxed) == b.load(rl::mo_relaxed));
+  }
+};
+TEST_CASE("invariant: checked at every step, not only at the end") {
+  VERDICT(rl::test_result_user_invariant_failed, BrokenBetween);
+}
+
+struct HoldsBetween : rl::test_suite<HoldsBetween, 2> {
+  rl::atomic<int> a{0};
+  void thread(unsigned) { a.fetch_add(1, rl::mo_relaxed); }
+  void invariant() { RL_ASSERT(a.load(rl::mo_relaxed) <= 2); }
+};
+TEST_CASE("invariant: one that always holds passes") {
+  VERDICT(rl::test_result_success, HoldsBetween);
+}
+
+// ---------------------------------------------------------- bounded spin
+
+// "Try 3 times, then take the slow path": the slow path wrongly assumes
+// the writer has finished. Reachable in C++: the writer is just late.
+struct TryThenSlow : rl::test_suite<TryThenSlow, 2> {
+  rl::atomic<int> flag{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      flag.store(1, rl::mo_release);
+      return;
+    }
+    for (int tries = 0; tries < 3; ++tries) {
+      if (flag.load(rl::mo_acquire) == 1) return;
+      rl::yield();
+    }
+    RL_ASSERT(flag.load(rl::mo_acquire) == 1);  // the bug
+  }
+};
+TEST_CASE("spin: a bounded spin reaches its slow path") {
+  VERDICT(rl::test_result_user_assert_failed, TryThenSlow);
+}
+
+// ------------------------------------------------- fairness and livelock
+
+struct TwoYields : rl::test_suite<TwoYields, 2> {
+  rl::atomic<int> x{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      rl::yield();
+      rl::yield();
+    } else {
+      x.load(rl::mo_relaxed);
+    }
+  }
+};
+TEST_CASE("fairness: two yields in a row are not a livelock") {
+  VERDICT(rl::test_result_success, TwoYields);
+}
+
+struct Backoff : rl::test_suite<Backoff, 2> {
+  rl::atomic<int> x{0};
+  void thread(unsigned) {
+    rl::backoff b;
+    int e = x.load(rl::mo_relaxed);
+    while (!x.compare_exchange_strong(e, e + 1, rl::mo_relaxed)) b.yield($);
+    b.yield($);
+    b.yield($);
+  }
+  void after() { RL_ASSERT(x.load(rl::mo_relaxed) == 2); }
+};
+TEST_CASE("fairness: an exponential backoff used repeatedly is fine") {
+  VERDICT(rl::test_result_success, Backoff);
+}
+
+struct SpinNoYield : rl::test_suite<SpinNoYield, 2> {
+  rl::atomic<int> flag{0};
+  void thread(unsigned i) {
+    if (i == 1)
+      while (flag.load(rl::mo_acquire) == 0) {
+      }
+  }
+};
+TEST_CASE("livelock: a spin without yield that never ends is LIVELOCK") {
+  VERDICT(rl::test_result_livelock, SpinNoYield);
+}
+
+struct SpinYield : rl::test_suite<SpinYield, 2> {
+  rl::atomic<int> flag{0};
+  void thread(unsigned i) {
+    if (i == 1)
+      while (flag.load(rl::mo_acquire) == 0) rl::yield();
+  }
+};
+TEST_CASE("livelock: a yielding spin that never ends is LIVELOCK") {
+  VERDICT(rl::test_result_livelock, SpinYield);
+}
+
+// ------------------------------------------------------------ search
+
+TEST_CASE("search: default test_params are Relacy's (random, 1000)") {
+  rl::test_params p;
+  CHECK(p.search_type == rl::sched_random);
+  CHECK(p.iteration_count == 1000);
+  p.print_summary = false;
+  p.seed = 1;
+  CHECK(rl::simulate<HoldsBetween>(p));
+  CHECK(p.executions + p.blocked_executions == 1000);
+}
+
+// ------------------------------------------------------------ results
+
+struct FailsAtOnce : rl::test_suite<FailsAtOnce, 1> {
+  rl::var<int> v;
+  void thread(unsigned) {
+    v($) = 1;
+    RL_ASSERT(v($) == 2);
+  }
+};
+TEST_CASE("results: stop_iteration counts from 1 and survives replay") {
+  rl::test_params p;
+  CHECK(Full<FailsAtOnce>(&p) == rl::test_result_user_assert_failed);
+  CHECK(p.stop_iteration == 1);
+  rl::test_params r;
+  r.initial_state = p.final_state;
+  std::ostringstream out;
+  r.output_stream = &out;
+  CHECK_FALSE(rl::simulate<FailsAtOnce>(r));
+  CHECK(r.stop_iteration == 1);
+  // The trace names the rl::var accesses.
+  CHECK(out.str().find("var write var#0") != std::string::npos);
+  CHECK(out.str().find("var read var#0") != std::string::npos);
+}
+
+TEST_CASE("results: Relacy's spellings") {
+  CHECK(std::string(rl::test_result_str(rl::test_result_unitialized_access)) ==
+        "ACCESS TO UNINITIALIZED VARIABLE");
+  CHECK(std::string(rl::test_result_str(rl::test_result_livelock)) ==
+        "LIVELOCK");
+  CHECK(std::string(rl::test_result_str(
+            rl::test_result_recursion_on_nonrecursive_mutex)) ==
+        "RECURSION ON NON-RECURSIVE MUTEX");
+}
+
+TEST_CASE("results: test_params::test_name names the report") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.test_name = "my test";
+  std::ostringstream out;
+  p.output_stream = &out;
+  CHECK(rl::simulate<HoldsBetween>(p));
+  CHECK(out.str().find("my test: SUCCESS") != std::string::npos);
+}
+
+// ------------------------------------------------------------- mutexes
+
+template <bool kLocked>
+struct MutexCounter : rl::test_suite<MutexCounter<kLocked>, 2> {
+  rl::mutex m;
+  rl::var<int> n;
+  void before() { n($) = 0; }
+  void thread(unsigned i) {
+    if (kLocked || i == 0) m.lock($);
+    n($) = n($) + 1;
+    if (kLocked || i == 0) m.unlock($);
+  }
+  void after() { RL_ASSERT(n($) == 2); }
+};
+TEST_CASE("mutex: lock synchronizes with the previous unlock") {
+  VERDICT(rl::test_result_success, MutexCounter<true>);
+  VERDICT(rl::test_result_data_race, MutexCounter<false>);
+}
+
+struct LockOrder : rl::test_suite<LockOrder, 2> {
+  rl::mutex a, b;
+  void thread(unsigned i) {
+    rl::mutex& first = i == 0 ? a : b;
+    rl::mutex& second = i == 0 ? b : a;
+    first.lock($);
+    second.lock($);
+    second.unlock($);
+    first.unlock($);
+  }
+};
+TEST_CASE("mutex: a lock-order inversion is a DEADLOCK") {
+  VERDICT(rl::test_result_deadlock, LockOrder);
+}
+
+struct Recursion : rl::test_suite<Recursion, 1> {
+  rl::mutex m;
+  void thread(unsigned) {
+    m.lock($);
+    m.lock($);
+  }
+};
+TEST_CASE("mutex: relocking a non-recursive mutex is reported") {
+  VERDICT(rl::test_result_recursion_on_nonrecursive_mutex, Recursion);
+}
+
+struct NotOwner : rl::test_suite<NotOwner, 1> {
+  rl::mutex m;
+  void thread(unsigned) { m.unlock($); }
+};
+TEST_CASE("mutex: unlocking without ownership is reported") {
+  VERDICT(rl::test_result_unlocking_mutex_wo_ownership, NotOwner);
+}
+
+struct Recursive : rl::test_suite<Recursive, 2> {
+  rl::recursive_mutex m;
+  rl::var<int> n;
+  void before() { n($) = 0; }
+  void thread(unsigned) {
+    std::lock_guard<rl::recursive_mutex> outer(m);
+    std::lock_guard<rl::recursive_mutex> inner(m);
+    n($) = n($) + 1;
+  }
+  void after() { RL_ASSERT(n($) == 2); }
+};
+TEST_CASE("mutex: recursive_mutex may be relocked by its owner") {
+  VERDICT(rl::test_result_success, Recursive);
+}
+
+// ------------------------------------------------- condition variables
+
+template <bool kCheckPredicate, bool kLoop>
+struct Handoff : rl::test_suite<Handoff<kCheckPredicate, kLoop>, 2> {
+  rl::mutex m;
+  rl::condition_variable cv;
+  rl::var<int> ready;
+  void before() { ready($) = 0; }
+  void thread(unsigned i) {
+    if (i == 0) {
+      m.lock($);
+      ready($) = 1;
+      m.unlock($);
+      cv.notify_one($);
+    } else {
+      std::unique_lock<rl::mutex> lk(m);
+      if (kLoop) {
+        while (ready($) == 0) cv.wait(lk, $);
+      } else if (!kCheckPredicate || ready($) == 0) {
+        cv.wait(lk, $);
+      }
+      RL_ASSERT(ready($) == 1);
+    }
+  }
+};
+TEST_CASE("condvar: a wait in a predicate loop is correct") {
+  VERDICT(rl::test_result_success, Handoff<true, true>);
+}
+// The waiter waits once without looking at the predicate: if the notify
+// came first, nobody wakes it.
+struct LostWakeup : rl::test_suite<LostWakeup, 2> {
+  rl::mutex m;
+  rl::condition_variable cv;
+  void thread(unsigned i) {
+    if (i == 0) {
+      cv.notify_one($);
+    } else {
+      std::unique_lock<rl::mutex> lk(m);
+      cv.wait(lk, $);
+    }
+  }
+};
+TEST_CASE("condvar: waiting without checking the predicate loses a wake-up") {
+  VERDICT(rl::test_result_deadlock, LostWakeup);
+}
+TEST_CASE("condvar: a single wait (if, not while) meets a spurious wake-up") {
+  VERDICT(rl::test_result_user_assert_failed, Handoff<true, false>);
+}
+
+// Two waiters, one notify_one: one of them sleeps forever.
+struct NotifyOneTooFew : rl::test_suite<NotifyOneTooFew, 3> {
+  rl::mutex m;
+  rl::condition_variable cv;
+  rl::var<int> ready;
+  void before() { ready($) = 0; }
+  void thread(unsigned i) {
+    std::unique_lock<rl::mutex> lk(m);
+    if (i == 0) {
+      ready($) = 1;
+      cv.notify_one($);
+    } else {
+      while (ready($) == 0) cv.wait(lk, $);
+    }
+  }
+};
+TEST_CASE("condvar: notify_one wakes one waiter only") {
+  VERDICT(rl::test_result_deadlock, NotifyOneTooFew);
+}
+
+// -------------------------------------------------------- other spellings
+
+struct Spellings : rl::test_suite<Spellings, 2> {
+  rl::atomic<int> x{0};
+  rl::atomic_flag flag;
+  rl::thread_local_var<int> tls;
+  TLS_T(int) tls2;
+  rl::var<int> guarded;
+  void before() { guarded($) = 0; }
+  void thread(unsigned i) {
+    x($)++;
+    x($) += 2;
+    ++x($);
+    rl::atomic_signal_fence(rl::memory_order_seq_cst);
+    rl::atomic_thread_fence(rl::memory_order_acq_rel);
+    tls($) = static_cast<int>(i) + 10;
+    tls2.set(static_cast<int>(i));
+    while (flag.test_and_set(rl::memory_order_acquire)) rl::yield();
+    guarded($) = guarded($) + 1;
+    flag.clear(rl::memory_order_release);
+    RL_ASSERT(tls($) == static_cast<int>(i) + 10);
+    RL_ASSERT(tls2.get() == static_cast<int>(i));
+  }
+  void after() {
+    RL_ASSERT(x.load(rl::memory_order_relaxed) == 8);
+    RL_ASSERT(guarded($) == 2);
+  }
+};
+TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
+  VERDICT(rl::test_result_success, Spellings);
+}
+
+}  // namespace
