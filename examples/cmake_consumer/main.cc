@@ -1,6 +1,10 @@
 // A CMake consumer of an installed percpu (find_package(percpu)): per-CPU
 // rx packets and bytes written from several threads on this machine's real
-// topology, folded by a reader. Exits non-zero if the totals are wrong.
+// topology, folded by a reader; and a port's counters kept in the kernel
+// ABI's C struct through u64_field.h (boost::atomic_ref in this C++17
+// build). Exits non-zero if the totals are wrong.
+#include <linux/if_link.h>
+
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +14,7 @@
 #include "primitives/percpu_alloc.h"
 #include "primitives/percpu_stats.h"
 #include "primitives/topology.h"
+#include "primitives/u64_field.h"
 
 int main() {
   auto topo = percpu::Topology::FromSysfs();
@@ -46,5 +51,17 @@ int main() {
   std::printf("cmake consumer: packets %llu, bytes %llu\n",
               static_cast<unsigned long long>(totals[kPackets]),
               static_cast<unsigned long long>(totals[kBytes]));
-  return totals[kPackets] == want && totals[kBytes] == 1500 * want ? 0 : 1;
+  if (totals[kPackets] != want || totals[kBytes] != 1500 * want) return 1;
+
+  // The same totals published in a C struct that C code may read.
+  struct rtnl_link_stats64 link {};
+  percpu::U64StatsSync sync;
+  {
+    percpu::U64StatsUpdate<percpu::U64StatsSync> update(sync);
+    percpu::U64FieldSet(link.rx_packets, totals[kPackets]);
+    percpu::U64FieldSet(link.rx_bytes, totals[kBytes]);
+  }
+  const uint64_t rx_bytes = percpu::FetchConsistent(
+      sync, [&] { return percpu::U64FieldRead(link.rx_bytes); });
+  return link.rx_packets == want && rx_bytes == 1500 * want ? 0 : 1;
 }
