@@ -115,7 +115,8 @@ TEST_CASE("debug builds report a misaligned field") {
   // 2 bytes off: misaligned for both the 8-byte and the 4-byte access.
   void* raw = buffer + 2;
   auto* field = static_cast<uint64_t*>(raw);
-  ContractViolationHandler previous = SetContractViolationHandler(&ThrowMisaligned);
+  ContractViolationHandler previous =
+      SetContractViolationHandler(&ThrowMisaligned);
 #if PERCPU_CONTRACT_CHECKS
   CHECK_THROWS_AS(U64FieldRead(*field), Misaligned);
   CHECK_THROWS_AS(U64FieldSet(*field, 1), Misaligned);
@@ -140,9 +141,8 @@ TEST_CASE("concurrent readers never see a torn or backwards field") {
     started.fetch_add(1);
     uint64_t last = 0;
     while (!done.load(std::memory_order_acquire)) {
-      const uint64_t v = FetchConsistent(port.sync, [&] {
-        return U64FieldRead(port.stats.rx_bytes);
-      });
+      const uint64_t v = FetchConsistent(
+          port.sync, [&] { return U64FieldRead(port.stats.rx_bytes); });
       if ((v >> 32) != (v & 0xFFFFFFFFu)) torn.fetch_add(1);
       if (v < last) backwards.fetch_add(1);
       last = v;

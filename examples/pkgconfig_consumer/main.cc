@@ -66,6 +66,5 @@ int main() {
   std::printf("pkg-config consumer: counter sum %lld, requests %llu\n",
               static_cast<long long>(sum),
               static_cast<unsigned long long>(requests));
-  return sum == added && added > 0 && requests == kWorkers * kRequests ? 0
-                                                                       : 1;
+  return sum == added && added > 0 && requests == kWorkers * kRequests ? 0 : 1;
 }
