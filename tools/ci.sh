@@ -35,6 +35,9 @@ CONFIGS=(
   "!planted-bug-hotplug-model|--config=planted-bug-hotplug|//verification:fold_hotplug_model_test"
   # A separate workspace that depends on percpu as a user's would.
   "consumer|@examples/consumer|//..."
+  # The CMake build: configure, build, install to a temporary prefix, then
+  # a find_package(percpu) consumer and a pkg-config consumer, each run.
+  "cmake|sh:bash tools/cmake_ci.sh|"
   # A bounded libFuzzer run (clang-14 + ASan) of the allocator + hotplug
   # fuzzer over a copy of fuzz/corpus/allocator_hotplug (the corpus itself
   # runs in every config above as //fuzz:allocator_hotplug_regression_test).

@@ -17,6 +17,9 @@ PACKAGES=(
   qemu-user libtsan2-arm64-cross
   # Instruction counts for benchmarks; plots for the report.
   valgrind gnuplot-nox
+  # The build outside Bazel (tools/cmake_ci.sh): CMake, Ninja, make and
+  # pkg-config for the installed-package consumers.
+  cmake ninja-build make pkgconf
   # util-linux provides setarch (qemu-aarch64 + TSan needs ASLR off).
   util-linux
 )
