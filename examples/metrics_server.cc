@@ -95,6 +95,10 @@ void Serve(int fd, const std::string& format, bool per_cpu) {
                      : format == "text" ? percpu::ExpositionFormat::kPrometheusText
                                         : percpu::NegotiateFormat(accept);
     const std::string body = percpu::RenderMetrics(options);
+    std::fprintf(stderr, "GET /metrics -> %s\n",
+                 options.format == percpu::ExpositionFormat::kOpenMetrics
+                     ? "openmetrics"
+                     : "text");
     response = std::string("HTTP/1.1 200 OK\r\nContent-Type: ") +
                percpu::ContentType(options.format) +
                "\r\nContent-Length: " + std::to_string(body.size()) +
