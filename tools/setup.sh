@@ -19,6 +19,8 @@ PACKAGES=(
   valgrind gnuplot-nox
   # util-linux provides setarch (qemu-aarch64 + TSan needs ASLR off).
   util-linux
+  # prometheus and promtool for the exporter's tests (ci.sh config prometheus).
+  prometheus
 )
 
 missing=()
