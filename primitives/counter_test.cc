@@ -275,6 +275,32 @@ TEST_CASE("Domain::New returns the family or its error") {
   CHECK((*pair)->Read().bytes == 2);
 }
 
+TEST_CASE("rendering races adds and families coming and going") {
+  Counter steady("test_steady");
+  std::atomic<bool> done{false};
+  std::thread churn([&] {
+    for (int i = 0; !done.load(); ++i) {
+      CounterSet<2> s("test_churn", "", {{"a", ""}, {"b", ""}});
+      PacketCounter p("test_churn_pair");
+      s.Add(i % 2, 1);
+      p.Add(1, 1);
+    }
+  });
+  std::thread render([&] {
+    while (!done.load()) {
+      const std::string text = RenderMetrics({ExpositionFormat::kOpenMetrics, true});
+      CHECK(text.find("# TYPE test_steady counter\n") != std::string::npos);
+    }
+  });
+  RunThreads(kThreads, [&](int) {
+    for (uint64_t i = 0; i < kAddsPerThread; ++i) steady.Inc();
+  });
+  done.store(true);
+  churn.join();
+  render.join();
+  CHECK(steady.Read() == kThreads * kAddsPerThread);
+}
+
 TEST_CASE("Domain factories reject bad input with a Status") {
   CHECK(Domain::Simulated(0, 0, 0).status().code() ==
         StatusCode::kInvalidArgument);
