@@ -3,7 +3,8 @@
 // from the Accept header, or forced with --format), bound to 127.0.0.1 only.
 // The library never starts a server; this example is the opt-in endpoint.
 //
-//   metrics_server [--port=N] [--port_file=PATH] [--format=auto|text|openmetrics]
+//   metrics_server [--port=N] [--port_file=PATH]
+//   [--format=auto|text|openmetrics]
 //                  [--per_cpu] [--requests=N] [--seconds=S] [--once]
 //
 // --port=0 (the default) picks a free port and prints it (and writes it to
@@ -51,7 +52,8 @@ bool Flag(const char* arg, const char* name, std::string* value) {
 }
 
 std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
@@ -90,10 +92,10 @@ void Serve(int fd, const std::string& format, bool per_cpu) {
       head.compare(0, 13, "GET /metrics?") == 0) {
     percpu::ExportOptions options;
     options.per_cpu = per_cpu;
-    options.format = format == "openmetrics"
-                         ? percpu::ExpositionFormat::kOpenMetrics
-                     : format == "text" ? percpu::ExpositionFormat::kPrometheusText
-                                        : percpu::NegotiateFormat(accept);
+    options.format =
+        format == "openmetrics" ? percpu::ExpositionFormat::kOpenMetrics
+        : format == "text"      ? percpu::ExpositionFormat::kPrometheusText
+                                : percpu::NegotiateFormat(accept);
     const std::string body = percpu::RenderMetrics(options);
     std::fprintf(stderr, "GET /metrics -> %s\n",
                  options.format == percpu::ExpositionFormat::kOpenMetrics
@@ -105,9 +107,10 @@ void Serve(int fd, const std::string& format, bool per_cpu) {
                "\r\nConnection: close\r\n\r\n" + body;
   } else {
     const std::string body = "only GET /metrics is served\n";
-    response = "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n"
-               "Content-Length: " + std::to_string(body.size()) +
-               "\r\nConnection: close\r\n\r\n" + body;
+    response =
+        "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   }
   SendAll(fd, response);
 }
@@ -193,14 +196,16 @@ int main(int argc, char** argv) {
     const std::string tmp = port_file + ".tmp";
     FILE* f = std::fopen(tmp.c_str(), "w");
     if (f == nullptr || std::fprintf(f, "%d\n", port) < 0 ||
-        std::fclose(f) != 0 || std::rename(tmp.c_str(), port_file.c_str()) != 0) {
+        std::fclose(f) != 0 ||
+        std::rename(tmp.c_str(), port_file.c_str()) != 0) {
       std::perror("port_file");
       return 1;
     }
   }
 
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   for (;;) {
     if (seconds > 0 && std::chrono::steady_clock::now() >= deadline) break;
     pollfd pfd{listener, POLLIN, 0};

@@ -81,9 +81,9 @@ void FamilyCore::Init(const char* name, const char* help,
   Topology* topo = domain_->topology();
   PerCpuAllocator* alloc = domain_->allocator();
   if (topo == nullptr || alloc == nullptr) {
-    Degrade(FailedPreconditionError("counter '" + name_ +
-                                    "': degraded domain: " +
-                                    domain_->status().ToString()));
+    Degrade(FailedPreconditionError(
+        "counter '" + name_ +
+        "': degraded domain: " + domain_->status().ToString()));
   } else if (kind_ == FamilyKind::kPacketsBytes) {
     StatusOr<std::unique_ptr<PerCpuPacketsBytes>> pair =
         PerCpuPacketsBytes::Create(*topo, *alloc, domain_->options().stats);
@@ -117,9 +117,9 @@ void FamilyCore::Init(const char* name, const char* help,
 
 void FamilyCore::Degrade(Status why) {
   degraded_ = true;
-  status_ = Status(why.code(), "counter '" + name_ +
-                                   "' degraded to shared atomic words: " +
-                                   why.message());
+  status_ = Status(why.code(),
+                   "counter '" + name_ +
+                       "' degraded to shared atomic words: " + why.message());
 }
 
 void FamilyCore::Register() {

@@ -95,8 +95,7 @@ uint64_t FamilyRead(const FamilyCore* core, size_t item);
 // section). out has num_items words.
 void FamilyReadAll(const FamilyCore* core, uint64_t* out, size_t num_items);
 void FamilyAddPair(FamilyCore* core, uint64_t packets, uint64_t bytes);
-void FamilyReadPair(const FamilyCore* core, uint64_t* packets,
-                    uint64_t* bytes);
+void FamilyReadPair(const FamilyCore* core, uint64_t* packets, uint64_t* bytes);
 bool FamilyDegraded(const FamilyCore* core);
 Status FamilyStatus(const FamilyCore* core);
 [[gnu::cold]] void ReportItemOutOfRange(const char* type);
@@ -132,9 +131,8 @@ class CounterSet : public internal::FamilyHandle {
   // is exported as rx_packets_total. domain == nullptr: Domain::Default().
   CounterSet(const char* name, const char* help, const CounterItem (&items)[N],
              Domain* domain = nullptr)
-      : FamilyHandle(internal::NewFamily(domain,
-                                         internal::FamilyKind::kCounters,
-                                         name, help, items, N)) {}
+      : FamilyHandle(internal::NewFamily(
+            domain, internal::FamilyKind::kCounters, name, help, items, N)) {}
 
   // Adds delta (mod 2^64) to `item` on the calling thread's CPU.
   void Add(size_t item, uint64_t delta) {

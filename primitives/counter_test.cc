@@ -288,7 +288,8 @@ TEST_CASE("rendering races adds and families coming and going") {
   });
   std::thread render([&] {
     while (!done.load()) {
-      const std::string text = RenderMetrics({ExpositionFormat::kOpenMetrics, true});
+      const std::string text =
+          RenderMetrics({ExpositionFormat::kOpenMetrics, true});
       CHECK(text.find("# TYPE test_steady counter\n") != std::string::npos);
     }
   });

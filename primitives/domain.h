@@ -61,9 +61,8 @@ class Domain {
       DomainOptions options = {},
       const std::string& dir = "/sys/devices/system/cpu");
   // possible/present/online CPUs {0..n-1}, as Topology::Simulated.
-  static StatusOr<std::unique_ptr<Domain>> Simulated(int possible,
-                                                     int present, int online,
-                                                     DomainOptions options = {});
+  static StatusOr<std::unique_ptr<Domain>> Simulated(
+      int possible, int present, int online, DomainOptions options = {});
   // Takes ownership of a topology the caller built.
   static StatusOr<std::unique_ptr<Domain>> Create(
       std::unique_ptr<Topology> topology, DomainOptions options = {});

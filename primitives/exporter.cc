@@ -56,8 +56,7 @@ const char* ContentType(ExpositionFormat format) {
 }
 
 ExpositionFormat NegotiateFormat(const std::string& accept_header) {
-  return accept_header.find("application/openmetrics-text") !=
-                 std::string::npos
+  return accept_header.find("application/openmetrics-text") != std::string::npos
              ? ExpositionFormat::kOpenMetrics
              : ExpositionFormat::kPrometheusText;
 }
@@ -81,7 +80,8 @@ std::string RenderMetrics(const ExportOptions& options) {
     while (family->metrics()[index].name != entry.first) ++index;
     const internal::MetricInfo& metric = family->metrics()[index];
     const std::string family_name = om ? metric.name : metric.name + "_total";
-    out += "# HELP " + family_name + " " + EscapeHelp(metric.help, options.format) + "\n";
+    out += "# HELP " + family_name + " " +
+           EscapeHelp(metric.help, options.format) + "\n";
     out += "# TYPE " + family_name + " counter\n";
     const uint64_t total = totals[family][index];
     if (!options.per_cpu) {

@@ -17,8 +17,8 @@ TEST_CASE("Prometheus text format and OpenMetrics 1.0, exact text") {
   auto domain = Domain::Simulated(4, 4, 4);
   REQUIRE(domain.ok());
   Counter requests("requests", "Requests served.", domain->get());
-  CounterSet<2> rx("rx", "Received.", {{"packets", "Packets received."},
-                                       {"errors", ""}},
+  CounterSet<2> rx("rx", "Received.",
+                   {{"packets", "Packets received."}, {"errors", ""}},
                    domain->get());
   PacketCounter tx("tx", "Transmitted", domain->get());
   requests.Add(41);
