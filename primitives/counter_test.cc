@@ -269,6 +269,11 @@ TEST_CASE("Domain::New returns the family or its error") {
   CHECK((*c)->Read() == 3);
   auto dup = (*domain)->New<Counter>("test_new", "help");
   CHECK(dup.status().code() == StatusCode::kFailedPrecondition);
+  static const CounterItem kItems[] = {{"a", ""}, {"b", ""}};
+  auto set = (*domain)->New<CounterSet<2>>("test_new_set", "help", kItems);
+  REQUIRE(set.ok());
+  (*set)->Add(1, 4);
+  CHECK((*set)->Read(1) == 4);
   auto pair = (*domain)->New<PacketCounter>("test_new_pair", "help");
   REQUIRE(pair.ok());
   (*pair)->Add(1, 2);

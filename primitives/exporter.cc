@@ -80,8 +80,10 @@ std::string RenderMetrics(const ExportOptions& options) {
     while (family->metrics()[index].name != entry.first) ++index;
     const internal::MetricInfo& metric = family->metrics()[index];
     const std::string family_name = om ? metric.name : metric.name + "_total";
-    out += "# HELP " + family_name + " " +
-           EscapeHelp(metric.help, options.format) + "\n";
+    if (!metric.help.empty()) {  // no HELP line rather than an empty one
+      out += "# HELP " + family_name + " " +
+             EscapeHelp(metric.help, options.format) + "\n";
+    }
     out += "# TYPE " + family_name + " counter\n";
     const uint64_t total = totals[family][index];
     if (!options.per_cpu) {

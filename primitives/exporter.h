@@ -6,7 +6,8 @@
 //   std::string om = percpu::RenderMetrics(
 //       {percpu::ExpositionFormat::kOpenMetrics});             // OpenMetrics
 //
-// Every family's items are counters: "# HELP", "# TYPE <name> counter" and
+// Every family's items are counters: "# HELP" (omitted when the help text is
+// empty), "# TYPE <name> counter" and
 // one sample "<name>_total <value>" (Prometheus text names the family
 // <name>_total, OpenMetrics names it <name> and ends the body with
 // "# EOF"). Families are rendered in metric-name order. A PacketCounter's

@@ -113,6 +113,15 @@ TEST_CASE("help text is escaped per format") {
             .find("# HELP esc a \\\\ b\\nc \\\"q\\\"\n") != std::string::npos);
 }
 
+TEST_CASE("a family without help text gets no HELP line") {
+  auto domain = Domain::Simulated(1, 1, 1);
+  REQUIRE(domain.ok());
+  Counter c("nohelp", "", domain->get());
+  CHECK(RenderMetrics() ==
+        "# TYPE nohelp_total counter\n"
+        "nohelp_total 0\n");
+}
+
 TEST_CASE("content negotiation") {
   CHECK(NegotiateFormat("application/openmetrics-text;version=1.0.0,"
                         "text/plain;version=0.0.4;q=0.5") ==
