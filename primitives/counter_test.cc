@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -42,6 +43,10 @@ TEST_CASE("three lines: declare, Add, Read on the default domain") {
   // On a machine with sysfs the default domain is real, not degraded.
   CHECK(Domain::Default().status().ok());
   CHECK(Domain::Default().topology() != nullptr);
+  // ... and keeps its topology in step with the kernel's CPU hotplug.
+  CHECK(Domain::Default().monitor_status().ok());
+  REQUIRE(Domain::Default().monitor() != nullptr);
+  CHECK(Domain::Default().monitor()->rescans() >= 1);
   CHECK_FALSE(requests.degraded());
   CHECK(requests.status().ok());
   CHECK(Exported("test_requests_total 200000"));
@@ -305,6 +310,31 @@ TEST_CASE("rendering races adds and families coming and going") {
   churn.join();
   render.join();
   CHECK(steady.Read() == kThreads * kAddsPerThread);
+}
+
+TEST_CASE("a sysfs domain runs a hotplug monitor unless told not to") {
+  auto monitored = Domain::FromSysfs();
+  REQUIRE(monitored.ok());
+  REQUIRE((*monitored)->monitor() != nullptr);
+  CHECK((*monitored)->monitor()->rescans() >= 1);
+  {
+    Counter c("test_monitored", "", monitored->get());
+    c.Add(9);
+    CHECK(c.Read() == 9);
+  }
+  DomainOptions options;
+  options.monitor_hotplug = false;
+  auto manual = Domain::FromSysfs(options);
+  REQUIRE(manual.ok());
+  CHECK((*manual)->monitor() == nullptr);
+  // Simulated domains never start one (their caller drives hotplug).
+  auto simulated = Domain::Simulated(2, 2, 2);
+  REQUIRE(simulated.ok());
+  CHECK((*simulated)->monitor() == nullptr);
+  // A bad monitor option is the explicit path's error.
+  DomainOptions bad;
+  bad.monitor.poll_interval = std::chrono::milliseconds(0);
+  CHECK(Domain::FromSysfs(bad).status().code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("Domain factories reject bad input with a Status") {

@@ -16,6 +16,9 @@ Domain::Domain(std::unique_ptr<Topology> topology,
       status_(std::move(status)) {}
 
 Domain::~Domain() {
+  // The monitor first: after Stop() no Rescan runs, so no callback of the
+  // allocator (or of a family) can fire during the rest of the teardown.
+  if (monitor_ != nullptr) monitor_->Stop();
 #if PERCPU_CONTRACT_CHECKS
   // Relaxed suffices: the caller orders every family's destruction before
   // this one (the documented contract this checks).
@@ -42,11 +45,27 @@ StatusOr<std::unique_ptr<Domain>> Domain::Create(
   return domain;
 }
 
+Status Domain::StartMonitor() {
+  if (!options_.monitor_hotplug || topology_ == nullptr ||
+      topology_->sysfs_dir().empty()) {
+    return Status::Ok();
+  }
+  StatusOr<std::unique_ptr<HotplugMonitor>> monitor =
+      HotplugMonitor::Start(*topology_, options_.monitor);
+  if (!monitor.ok()) return monitor.status();
+  monitor_ = std::move(*monitor);
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<Domain>> Domain::FromSysfs(DomainOptions options,
                                                     const std::string& dir) {
   StatusOr<std::unique_ptr<Topology>> topo = Topology::FromSysfs(dir);
   if (!topo.ok()) return topo.status();
-  return Create(std::move(*topo), options);
+  StatusOr<std::unique_ptr<Domain>> domain = Create(std::move(*topo), options);
+  if (!domain.ok()) return domain.status();
+  Status monitor = (*domain)->StartMonitor();
+  if (!monitor.ok()) return monitor;
+  return domain;
 }
 
 StatusOr<std::unique_ptr<Domain>> Domain::Simulated(int possible, int present,
@@ -81,8 +100,10 @@ Domain& Domain::Default() {
     } else {
       status = topo.status();
     }
-    return new (storage) Domain(std::move(topology), std::move(allocator),
-                                DomainOptions(), std::move(status));
+    Domain* d = new (storage) Domain(std::move(topology), std::move(allocator),
+                                     DomainOptions(), std::move(status));
+    d->monitor_status_ = d->StartMonitor();
+    return d;
   }();
   return *domain;
 }

@@ -20,11 +20,14 @@
 //
 // CPU hotplug: readers visit the present CPUs and fold callbacks move the
 // counts of a CPU that goes offline, so counts are exact across the events
-// the topology is told about. The default domain does not yet watch the
-// machine's CPUs for hotplug (the sysfs/uevent monitor is being built as
-// primitives/hotplug_monitor.h); until it does, the topology is the one read
-// at first use, and a CPU hot-added later is counted on the overflow path of
-// the families (exact, not per-CPU).
+// the topology is told about. A sysfs domain (Default(), FromSysfs()) starts
+// a HotplugMonitor (primitives/hotplug_monitor.h: kernel uevents, polling
+// fallback) that tells its topology, on the monitor's own thread; set
+// DomainOptions::monitor_hotplug = false to drive topology()->Rescan()
+// yourself. The default domain's monitor runs until the process exits; if it
+// cannot start, the default domain still counts exactly (a CPU hot-added
+// later is then counted on the families' overflow path) and
+// monitor_status() says why.
 //
 // Usage constraints: a Domain outlives every family created on it (debug
 // builds report a domain destroyed with live families through contract.h).
@@ -38,6 +41,7 @@
 #include <utility>
 
 #include "primitives/counter.h"
+#include "primitives/hotplug_monitor.h"
 #include "primitives/internal/atomic.h"
 #include "primitives/percpu_alloc.h"
 #include "primitives/percpu_stats.h"
@@ -50,6 +54,10 @@ struct DomainOptions {
   PerCpuAllocatorOptions allocator;
   // Options of the per-CPU families created on the domain.
   PerCpuStatsOptions stats;
+  // Sysfs domains: start a HotplugMonitor on the topology (ignored by
+  // Simulated and Create, whose caller drives hotplug).
+  bool monitor_hotplug = true;
+  HotplugMonitorOptions monitor;
 };
 
 class Domain {
@@ -57,6 +65,8 @@ class Domain {
   // The process-wide default domain (see the header comment). Never fails.
   static Domain& Default();
 
+  // Errors of the topology, the allocator, and (monitor_hotplug) of
+  // HotplugMonitor::Start.
   static StatusOr<std::unique_ptr<Domain>> FromSysfs(
       DomainOptions options = {},
       const std::string& dir = "/sys/devices/system/cpu");
@@ -92,6 +102,10 @@ class Domain {
   const DomainOptions& options() const { return options_; }
   // OK, or why the default domain is degraded.
   const Status& status() const { return status_; }
+  // The hotplug monitor of a sysfs domain (nullptr if none runs).
+  HotplugMonitor* monitor() const { return monitor_.get(); }
+  // OK, or why the default domain runs without a hotplug monitor.
+  const Status& monitor_status() const { return monitor_status_; }
   // Families currently alive on the domain.
   uint64_t live_families() const {
     // Relaxed suffices: a diagnostic count.
@@ -104,11 +118,17 @@ class Domain {
          std::unique_ptr<PerCpuAllocator> allocator, DomainOptions options,
          Status status);
 
-  // Destroyed in reverse order: the allocator before its topology.
+  // Starts the monitor (sysfs domains with monitor_hotplug).
+  Status StartMonitor();
+
+  // Destroyed in reverse order: the monitor (its thread joined), then the
+  // allocator, then their topology.
   std::unique_ptr<Topology> topology_;
   std::unique_ptr<PerCpuAllocator> allocator_;
+  std::unique_ptr<HotplugMonitor> monitor_;
   DomainOptions options_;
   Status status_;
+  Status monitor_status_;
   internal::Atomic<uint64_t> live_families_{0};
 };
 
