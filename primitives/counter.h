@@ -19,8 +19,9 @@
 // them in the Prometheus text format or OpenMetrics 1.0.
 //
 // Domain: without an explicit Domain the family lives on Domain::Default()
-// (primitives/domain.h): the machine's CPUs from sysfs and one per-CPU
-// allocator for the whole process, created on first use and never destroyed
+// (primitives/domain.h): the machine's CPUs from sysfs, one per-CPU
+// allocator for the whole process and a hotplug monitor that keeps them in
+// step with the kernel, created on first use and never destroyed
 // (so families with static storage duration may be destroyed in any order).
 // Pass a Domain (e.g. Domain::Simulated) for control and tests; it must
 // outlive its families.

@@ -1,10 +1,11 @@
 // Domain: the per-CPU world a counter family lives in -- a Topology (which
-// CPUs exist) and a PerCpuAllocator (one unit of memory per possible CPU)
-// owned together and destroyed in the right order.
+// CPUs exist), a PerCpuAllocator (one unit of memory per possible CPU) and,
+// for sysfs topologies, a HotplugMonitor, owned together and destroyed in
+// the right order.
 //
 //   Domain::Default()     the process-wide domain of primitives/counter.h:
-//                         the machine's CPUs from sysfs and one allocator,
-//                         created on first use (thread-safe), never
+//                         the machine's CPUs from sysfs, one allocator and
+//                         a hotplug monitor, created on first use (thread-safe), never
 //                         destroyed, so families with static storage
 //                         duration may be destroyed in any order. If sysfs
 //                         cannot be read or the allocator cannot be created,
