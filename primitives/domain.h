@@ -5,14 +5,14 @@
 //
 //   Domain::Default()     the process-wide domain of primitives/counter.h:
 //                         the machine's CPUs from sysfs, one allocator and
-//                         a hotplug monitor, created on first use (thread-safe), never
-//                         destroyed, so families with static storage
-//                         duration may be destroyed in any order. If sysfs
-//                         cannot be read or the allocator cannot be created,
-//                         Default() still returns a domain: a degraded one
-//                         (topology() == nullptr, status() says why) on which
-//                         every family counts exactly on shared atomic
-//                         words (see counter.h).
+//                         a hotplug monitor, created on first use
+//                         (thread-safe), never destroyed, so families with
+//                         static storage duration may be destroyed in any
+//                         order. If sysfs cannot be read or the allocator
+//                         cannot be created, Default() still returns a domain:
+//                         a degraded one (topology() == nullptr, status() says
+//                         why) on which every family counts exactly on shared
+//                         atomic words (see counter.h).
 //   Domain::FromSysfs()   the same, owned by the caller (RAII), with options.
 //   Domain::Simulated()   a simulated topology, for tests and simulations
 //                         (hotplug through topology()->Offline/...).
