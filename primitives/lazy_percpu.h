@@ -345,6 +345,10 @@ class BasicLazyFlowStats {
 // The production type: the correct publication orders.
 using LazyFlowStats = BasicLazyFlowStats<>;
 
+// The job name (README "Which type for which job"): per-flow statistics
+// whose per-CPU slots are allocated on first use.
+using FlowStats = LazyFlowStats;
+
 }  // namespace percpu
 
 #endif  // PERCPU_PRIMITIVES_LAZY_PERCPU_H_

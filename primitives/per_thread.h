@@ -207,6 +207,9 @@ class PerThreadCounter {
   uint32_t chunk_used_ = 0;  // slots handed out from the newest chunk
 };
 
+// The job name (README "Which type for which job"): a per-thread counter.
+using ThreadCounter = PerThreadCounter;
+
 }  // namespace percpu
 
 #endif  // PERCPU_PRIMITIVES_PER_THREAD_H_

@@ -176,6 +176,10 @@ class PerCpuCounter {
   uint64_t callback_id_ = 0;
 };
 
+// The job name (README "Which type for which job"): an approximate counter
+// with an O(1) read (and an exact Sum()).
+using ApproxCounter = PerCpuCounter;
+
 }  // namespace percpu
 
 #endif  // PERCPU_PRIMITIVES_PERCPU_COUNTER_H_

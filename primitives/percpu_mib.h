@@ -248,6 +248,11 @@ class PerCpuMib {
   uint64_t callback_id_ = 0;
 };
 
+// The job name (README "Which type for which job"): per-lcore statistics
+// for threads pinned to a CPU, each writing its own CPU's block.
+template <size_t N>
+using LcoreStats = PerCpuMib<N>;
+
 }  // namespace percpu
 
 #endif  // PERCPU_PRIMITIVES_PERCPU_MIB_H_

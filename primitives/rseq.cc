@@ -100,4 +100,23 @@ std::string WriterModeReason() {
   return c.reason;
 }
 
+long long RseqAbortCount() {
+#if defined(PERCPU_RSEQ_COUNT_ABORTS)
+  // Relaxed: a counter incremented by the abort handlers' atomic RMW; it
+  // publishes nothing.
+  return static_cast<long long>(__atomic_load_n(&percpu_rseq_abort_count,
+                                                __ATOMIC_RELAXED));
+#else
+  return -1;
+#endif
+}
+
 }  // namespace percpu
+
+#if defined(PERCPU_RSEQ_COUNT_ABORTS)
+extern "C" {
+// Incremented by the abort handlers of internal/rseq_asm.h.
+__attribute__((visibility("hidden"))) unsigned long long
+    percpu_rseq_abort_count = 0;
+}
+#endif

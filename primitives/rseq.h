@@ -64,6 +64,14 @@ struct RseqFacts {
 };
 RseqFacts CurrentRseqFacts();
 
+// How many times the kernel aborted (restarted) one of this library's rseq
+// sections in this process so far, or -1 when the build does not count them.
+// Counted only in builds with -DPERCPU_RSEQ_COUNT_ABORTS (a whole-build
+// flag: each abort then does one atomic increment of a process-wide
+// counter; the VM lane builds this way, see docs/vm_lane.md). Relaxed read:
+// a diagnostic, exact once the writers are quiescent.
+long long RseqAbortCount();
+
 namespace internal {
 
 struct WriterModeChoice {

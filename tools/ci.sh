@@ -33,6 +33,10 @@ CONFIGS=(
   "!planted-bug|--config=planted-bug --test_env=STRESS_DURATION_MS=4000|//stress:u64_stats_stress"
   "!planted-bug-hotplug|--config=planted-bug-hotplug|//stress:percpu_stress"
   "!planted-bug-hotplug-model|--config=planted-bug-hotplug|//verification:fold_hotplug_model_test"
+  # The exporter against Debian's prometheus package: promtool check metrics
+  # and a real Prometheus scrape (tagged "manual prometheus", so //... in
+  # the configs above skips them; a missing binary fails them here).
+  "prometheus|--test_tag_filters=prometheus|//examples:promtool_check_test //examples:prometheus_e2e_test"
   # A separate workspace that depends on percpu as a user's would.
   "consumer|@examples/consumer|//..."
   # The CMake build: configure, build, install to a temporary prefix, then

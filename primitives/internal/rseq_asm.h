@@ -78,6 +78,35 @@
 #define PERCPU_RSEQ_INJECT_ABORT ""
 #endif
 
+// Restart counting (a whole-build flag, like PERCPU_NO_RSEQ: every copy of
+// the sequences must agree): with -DPERCPU_RSEQ_COUNT_ABORTS every abort
+// handler of this file's sequences (x86_64 and aarch64) atomically
+// increments percpu_rseq_abort_count (defined in rseq.cc, read through
+// RseqAbortCount() of primitives/rseq.h) before restarting. The increment
+// runs outside the critical section (the kernel cleared rseq_cs when it
+// aborted), so it changes nothing the sequence guarantees. The VM lane
+// (docs/vm_lane.md) builds with it to report how often the kernel restarted
+// the real sequences.
+#if defined(PERCPU_RSEQ_COUNT_ABORTS)
+extern "C" __attribute__((visibility("hidden"))) unsigned long long
+    percpu_rseq_abort_count;
+#define PERCPU_RSEQ_X86_COUNT_ABORT \
+  "lock incq percpu_rseq_abort_count(%%rip)\n\t"
+// Scratch: the caller passes two output registers the restart rewrites
+// anyway (a 64-bit one for the address and value, a 32-bit status).
+#define PERCPU_RSEQ_A64_COUNT_ABORT(addr, val, st)           \
+  "adrp " addr ", percpu_rseq_abort_count\n\t"              \
+  "add " addr ", " addr ", :lo12:percpu_rseq_abort_count\n\t" \
+  "66:\n\t"                                                 \
+  "ldxr " val ", [" addr "]\n\t"                             \
+  "add " val ", " val ", #1\n\t"                             \
+  "stxr " st ", " val ", [" addr "]\n\t"                     \
+  "cbnz " st ", 66b\n\t"
+#else
+#define PERCPU_RSEQ_X86_COUNT_ABORT ""
+#define PERCPU_RSEQ_A64_COUNT_ABORT(addr, val, st) ""
+#endif
+
 namespace percpu {
 namespace internal {
 
@@ -147,6 +176,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       ".long 0x53053053\n\t"
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT
       "jmp 0b\n\t"
       ".popsection\n\t"
       "5:\n\t"
@@ -189,6 +219,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       // Signature (BRK #0x45e0), then the abort handler.
       ".inst 0xd428bc00\n\t"
       "4:\n\t"
+      PERCPU_RSEQ_A64_COUNT_ABORT("%[addr]", "%[tmp]", "%w[cpu]")
       "b 0b\n\t"
       "5:\n\t"
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
@@ -274,6 +305,7 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       ".byte 0x0f, 0xb9, 0x3d\n\t"
       ".long 0x53053053\n\t"
       "4:\n\t"
+      PERCPU_RSEQ_X86_COUNT_ABORT
       "jmp 0b\n\t"
       ".popsection\n\t"
       "5:\n\t"
