@@ -161,6 +161,13 @@ class Topology {
     ForEachInWords(present_words_.get(), f);
   }
 
+  // The present-mask words, for rseq writers that test their CPU's bit
+  // inside the restartable section (internal/rseq_asm.h): bit c of word
+  // c / 64. Valid for the topology's lifetime; num_possible() bits.
+  const internal::Atomic<uint64_t>* present_words() const {
+    return present_words_.get();
+  }
+
   // Number of events fired so far (diagnostics; relaxed).
   uint64_t events_fired() const;
 
@@ -169,6 +176,18 @@ class Topology {
     uint64_t id;
     HotplugCallback prepare;
     HotplugCallback fold;
+    // Set by UnregisterHotplugCallbacks() called from inside a callback of
+    // this topology: never run again; erased when the event ends (erasing
+    // it at once could destroy the std::function that is running).
+    bool dead = false;
+  };
+  // A callback failure recorded inside a write section: no formatting, no
+  // allocation there (failures_ has its capacity reserved beforehand).
+  struct Failure {
+    const char* phase;
+    uint64_t id;
+    Status status;      // moved from the callback's result (no allocation)
+    bool threw = false;  // the callback threw; status is empty then
   };
 
   Topology(std::string dir, const CpuMask& possible, const CpuMask& present,
@@ -200,6 +219,14 @@ class Topology {
   bool InCallbackOfThis() const;
   // The core of every event; requires mu_ held.
   Status FireLocked(HotplugEvent event, int cpu);
+  // Runs one callback, recording a failure or an exception into failures_
+  // without allocating (capacity reserved by FireLocked).
+  void RunCallbackLocked(const char* phase, const Registration& r,
+                         const HotplugCallback& cb, HotplugEvent event,
+                         int cpu);
+  // The mask-word update of an event (inside its write section).
+  void UpdateMaskLocked(HotplugEvent event, int cpu);
+  void EraseDeadLocked();
   Status CheckCpuLocked(const char* op, int cpu) const;
 
   const std::string dir_;
@@ -213,8 +240,33 @@ class Topology {
 
   std::mutex mu_;  // serializes events, (un)registration, Rescan
   std::vector<Registration> regs_;  // guarded by mu_
+  std::vector<Failure> failures_;   // guarded by mu_; FireLocked's scratch
+  bool has_dead_ = false;           // guarded by mu_
   uint64_t next_id_ = 1;            // guarded by mu_
 };
+
+namespace internal {
+
+// The rseq hotplug fence: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)
+// (Linux >= 5.10). An rseq writer whose restartable section tests its CPU's
+// present bit (internal/rseq_asm.h) may have read the bit before a kAbsent
+// event cleared it; after the fence returns, every such section has either
+// committed or been aborted (it restarts and reads the new mask). Topology
+// runs the fence at every kAbsent, between clearing the present bit and the
+// fold callbacks (docs/fold_and_hotplug.md, "rseq writers and hotplug").
+//
+// EnableRseqHotplugFence() registers the process once
+// (MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) and returns whether the
+// fence is available; thread-safe, idempotent. An object may use an rseq
+// writer bounded by a topology's present mask only if it returned true.
+// Always false under the model checker.
+bool EnableRseqHotplugFence();
+bool RseqHotplugFenceEnabled();
+// Runs the fence if it is enabled (a no-op otherwise). Returns false if the
+// syscall failed (it cannot once registered; reported as an event failure).
+bool RunRseqHotplugFence();
+
+}  // namespace internal
 
 }  // namespace percpu
 
