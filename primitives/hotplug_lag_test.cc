@@ -124,7 +124,7 @@ TEST_CASE("lagging sysfs: hot-add of the CPU a writer runs on loses nothing") {
   auto c = std::move(*PerCpuU64::Create(*topo, *alloc));
   auto pair = std::move(*PerCpuPacketsBytes::Create(*topo, *alloc));
   CHECK(c->uses_rseq() == ExpectRseqObjects());
-  MESSAGE("writer mode: " << (c->uses_rseq() ? "rseq" : "fallback") << " ("
+  MESSAGE("writer mode: " << std::string(c->uses_rseq() ? "rseq" : "fallback") << " ("
                           << WriterModeReason() << "), writer on CPU "
                           << cpus.writer);
   constexpr uint64_t kAdds = 1000000;
@@ -170,7 +170,7 @@ void Churn(bool remove, int cycles) {
   auto c = std::move(*PerCpuU64::Create(*topo, *alloc));
   auto pair = std::move(*PerCpuPacketsBytes::Create(*topo, *alloc));
   CHECK(c->uses_rseq() == ExpectRseqObjects());
-  MESSAGE("writer mode: " << (c->uses_rseq() ? "rseq" : "fallback"));
+  MESSAGE("writer mode: " << std::string(c->uses_rseq() ? "rseq" : "fallback"));
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> adds{0};
