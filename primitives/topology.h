@@ -28,7 +28,14 @@
 //     reader inside a hotplug_seq read section sees either the old masks and
 //     the CPU's counts or the new masks and the moved counts, never both or
 //     neither. Within the write section the fold callbacks run first and the
-//     mask word is updated last.
+//     mask word is updated last -- except for kAbsent, where the present bit
+//     is cleared first, then the rseq hotplug fence runs (membarrier, see
+//     internal::RunRseqHotplugFence below), then the fold callbacks: rseq
+//     writers test the present bit inside their restartable section, and
+//     after the fence none that saw the old bit is still running.
+//   Exceptions: a callback that throws is caught and reported as an
+//   INTERNAL failure of that callback ("threw an exception"); the write
+//   section is always closed. Nothing inside a write section allocates.
 //   Failures: every callback runs even if an earlier one failed; the event
 //   returns a Status (code of the first failure) whose message lists every
 //   failed callback with its id and message. A failing prepare callback of
@@ -51,7 +58,10 @@
 //   * Event methods, Register/UnregisterHotplugCallbacks and Rescan are
 //     serialized by one internal mutex and may be called from any thread,
 //     except from inside a hotplug callback of the same Topology (they then
-//     return FailedPrecondition instead of deadlocking).
+//     return FailedPrecondition instead of deadlocking) -- with one
+//     exception: UnregisterHotplugCallbacks works from inside a callback
+//     (e.g. a counter destroyed by a user's callback); the registration
+//     never runs again, also not later in the same event.
 //   * After RegisterHotplugCallbacks() returns, every later event runs the
 //     new callbacks, and every earlier event is complete (its mask changes
 //     are visible to the registering thread). After
@@ -142,7 +152,8 @@ class Topology {
   // Either callback may be empty. Returns the registration id (never 0).
   StatusOr<uint64_t> RegisterHotplugCallbacks(HotplugCallback prepare,
                                               HotplugCallback fold);
-  // NotFound for an unknown id; FailedPrecondition from inside a callback.
+  // NotFound for an unknown id. Works from inside a callback of this
+  // topology (see the header comment).
   Status UnregisterHotplugCallbacks(uint64_t id);
 
   // Readers' side of the hotplug protocol: the write section of every event
