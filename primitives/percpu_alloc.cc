@@ -300,9 +300,16 @@ Status PerCpuAllocator::OnHotplug(HotplugEvent event, int cpu) {
     // after this prepare, before the present bit is set) moves it into its
     // accumulator. At kAbsent the objects' teardown folds run before this
     // callback (teardown runs in reverse registration order).
-    Status s = event == HotplugEvent::kAbsent
-                   ? memory_->Decommit(unit, unit_size_)
-                   : memory_->Commit(unit, unit_size_);
+    Status s;
+    if (event == HotplugEvent::kAbsent) {
+      s = memory_->Decommit(unit, unit_size_);
+      // Absent units must read zero (Allocate hands out zeros; kPresent no
+      // longer re-zeroes): if the release failed, zero it by hand (the
+      // memory stays committed; the failure is still reported).
+      if (!s.ok()) std::memset(unit, 0, unit_size_);
+    } else {
+      s = memory_->Commit(unit, unit_size_);
+    }
     if (!s.ok() && failures++ == 0) first = s;
   }
   if (failures == 0) return Status::Ok();
