@@ -50,7 +50,8 @@ class MmapMemorySource final : public MemorySource {
   }
 };
 
-size_t RoundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
+// `to` is a power of two.
+size_t RoundUp(size_t v, size_t to) { return (v + to - 1) & ~(to - 1); }
 bool IsPowerOfTwo(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
@@ -150,23 +151,56 @@ Status PerCpuAllocator::AddChunkLocked(const char* op) {
   const uintptr_t base = reinterpret_cast<uintptr_t>(*p);
   const uintptr_t first = base >> unit_shift_;
   const uintptr_t last = (base + unit_size_ - 1) >> unit_shift_;
-  for (uintptr_t w = first; w <= last; ++w) {
-    std::pair<uint32_t, uint32_t>& e = cpu0_index_[w];
-    (e.first == 0 ? e.first : e.second) = index + 1;
-  }
+  for (uintptr_t w = first; w <= last; ++w) IndexWindowLocked(w, index + 1);
   extents_.AddChunk(index);
   return Status::Ok();
 }
 
-int PerCpuAllocator::FindChunkOfCpu0Locked(uintptr_t addr) const {
-  const auto it = cpu0_index_.find(addr >> unit_shift_);
-  if (it == cpu0_index_.end()) return -1;
-  for (const uint32_t c : {it->second.first, it->second.second}) {
-    if (c == 0) continue;
-    const uintptr_t base = reinterpret_cast<uintptr_t>(chunks_[c - 1].base);
-    if (addr >= base && addr - base < unit_size_) return static_cast<int>(c - 1);
+void PerCpuAllocator::IndexWindowLocked(uintptr_t window,
+                                        uint32_t chunk_plus_one) {
+  if (2 * (windows_used_ + 1) > cpu0_index_.size()) {
+    // Rehash into twice the size (at least 16 entries).
+    std::vector<WindowEntry> old = std::move(cpu0_index_);
+    const size_t size = old.size() < 8 ? 16 : 2 * old.size();
+    cpu0_index_.assign(size, WindowEntry{});
+    window_shift_ = 64 - __builtin_ctzll(size);
+    for (const WindowEntry& e : old) {
+      if (e.chunk_a == 0) continue;
+      size_t i = WindowSlot(e.window);
+      while (cpu0_index_[i].chunk_a != 0) i = (i + 1) & (size - 1);
+      cpu0_index_[i] = e;
+    }
   }
-  return -1;
+  const size_t mask = cpu0_index_.size() - 1;
+  for (size_t i = WindowSlot(window);; i = (i + 1) & mask) {
+    WindowEntry& e = cpu0_index_[i];
+    if (e.chunk_a == 0) {
+      e = WindowEntry{window, chunk_plus_one, 0};
+      ++windows_used_;
+      return;
+    }
+    if (e.window == window) {
+      e.chunk_b = chunk_plus_one;  // the second chunk meeting this window
+      return;
+    }
+  }
+}
+
+int PerCpuAllocator::FindChunkOfCpu0Locked(uintptr_t addr) const {
+  if (cpu0_index_.empty()) return -1;
+  const uintptr_t window = addr >> unit_shift_;
+  const size_t mask = cpu0_index_.size() - 1;
+  for (size_t i = WindowSlot(window);; i = (i + 1) & mask) {
+    const WindowEntry& e = cpu0_index_[i];
+    if (e.chunk_a == 0) return -1;
+    if (e.window != window) continue;
+    for (const uint32_t c : {e.chunk_a, e.chunk_b}) {
+      if (c == 0) continue;
+      const uintptr_t base = reinterpret_cast<uintptr_t>(chunks_[c - 1].base);
+      if (addr - base < unit_size_) return static_cast<int>(c - 1);
+    }
+    return -1;
+  }
 }
 
 Status PerCpuAllocator::PlaceExtentLocked(const char* op, uint32_t size,
@@ -361,9 +395,21 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   // (released at kAbsent, re-zeroed at kPresent); mu_ keeps this ordered
   // with those callbacks.
   char* const obj = reinterpret_cast<char*>(addr);
-  topology_->ForEachPresent([&](int cpu) {
-    std::memset(obj + static_cast<size_t>(cpu) * unit_size_, 0, placed);
-  });
+  if (slab != nullptr) {
+    // Small (<= a line, a multiple of 8 bytes, 8-aligned): inline 8-byte
+    // stores instead of a memset call per CPU.
+    topology_->ForEachPresent([&](int cpu) {
+      char* copy = obj + static_cast<size_t>(cpu) * unit_size_;
+      for (uint32_t b = 0; b < placed; b += 8) {
+        const uint64_t zero = 0;
+        std::memcpy(copy + b, &zero, 8);
+      }
+    });
+  } else {
+    topology_->ForEachPresent([&](int cpu) {
+      std::memset(obj + static_cast<size_t>(cpu) * unit_size_, 0, placed);
+    });
+  }
   if (slab != nullptr) {
     if (slab->free_bits == 0) {
       // Was full: back on its class's partial list, at the head, so the

@@ -354,10 +354,24 @@ class PerCpuAllocator {
 
   mutable std::mutex mu_;
   std::vector<Chunk> chunks_;                       // guarded by mu_
-  // CPU-0 unit lookup: (address >> unit_shift_) -> up to two chunk
-  // indices + 1 (a unit-sized window meets at most two chunks' unit 0).
-  std::unordered_map<uintptr_t, std::pair<uint32_t, uint32_t>>
-      cpu0_index_;                                  // guarded by mu_
+  // CPU-0 unit lookup: an open-addressed hash table (power-of-two size,
+  // at most half full, linear probing) from a unit-sized address window
+  // (address >> unit_shift_) to the up to two chunks whose unit 0 meets it
+  // (chunk index + 1, 0 = none). Grown only when a chunk is added.
+  struct WindowEntry {
+    uintptr_t window = 0;
+    uint32_t chunk_a = 0;  // 0 = empty entry
+    uint32_t chunk_b = 0;
+  };
+  void IndexWindowLocked(uintptr_t window, uint32_t chunk_plus_one);
+  size_t WindowSlot(uintptr_t window) const {
+    // Fibonacci hashing: the top bits of window * 2^64/phi.
+    return static_cast<size_t>((uint64_t{window} * 0x9e3779b97f4a7c15ull) >>
+                               window_shift_);
+  }
+  std::vector<WindowEntry> cpu0_index_;             // guarded by mu_
+  int window_shift_ = 64;                           // 64 - log2(size)
+  size_t windows_used_ = 0;                         // guarded by mu_
   internal::ExtentMap extents_;                     // free space, mu_
   std::vector<Slab> slabs_;                         // guarded by mu_
   uint32_t partial_[kNumClasses];                   // slab with a free slot
