@@ -114,7 +114,16 @@ class BasicU64StatsSync<true> {
   // repeats anyway. On x86_64 the section then costs two plain loads of the
   // count, an AND, a compare and one branch (docs/u64_stats.md).
   uint32_t FetchBegin() const { return seq_.ReadBeginNoWait(); }
-  bool FetchRetry(uint32_t start) const { return seq_.ReadRetry(start); }
+  // On a retry (rare) it pauses before the caller's next pass: the wait
+  // FetchBegin no longer does, so a reader that started inside a write
+  // section spins politely (and the model checker sees a spin loop).
+  bool FetchRetry(uint32_t start) const {
+    if (__builtin_expect(seq_.ReadRetry(start), 0)) {
+      internal::SpinPause();
+      return true;
+    }
+    return false;
+  }
 
  private:
   SeqCount seq_;
@@ -142,7 +151,6 @@ auto FetchConsistent(const Sync& sync, ReadFn&& read) -> decltype(read()) {
     const uint32_t start = sync.FetchBegin();
     auto result = read();
     if (!sync.FetchRetry(start)) return result;
-    internal::SpinPause();  // a writer was active: let it finish
   }
 }
 
