@@ -69,7 +69,8 @@ struct Options {
   Format format = Format::kText;
   std::string csv_out;
   std::string json_out;
-  std::string plot;
+  // The plot: written by default (kDefaultPlot); --plot=none skips it.
+  std::string plot = "bench-out/percpu_cost.svg";
 };
 
 void Usage(FILE* out) {
@@ -81,8 +82,11 @@ void Usage(FILE* out) {
                "  --format     table format on stdout (default text)\n"
                "  --csv_out    also write the table as CSV to FILE\n"
                "  --json_out   also write the table as JSON to FILE\n"
-               "  --plot       write an SVG plot of fold cost vs CPU count "
-               "(needs gnuplot)\n"
+               "  --plot       where to write the SVG plot of fold and "
+               "allocation cost vs CPU count\n"
+               "               and large-object cost vs live objects "
+               "(default bench-out/percpu_cost.svg;\n"
+               "               --plot=none: no plot; needs gnuplot)\n"
                "Relative FILEs are relative to the workspace under bazel "
                "run.\n");
 }
@@ -112,6 +116,7 @@ StatusOr<Options> ParseOptions(int argc, char** argv) {
       if (o.plot.empty()) {
         return InvalidArgumentError("report: --plot needs a file name");
       }
+      if (o.plot == "none") o.plot.clear();
     } else {
       return InvalidArgumentError("report: unknown argument '" + a + "'");
     }
@@ -395,6 +400,12 @@ struct Report {
   // item-major possible, cpu-major possible, cpu-major present, item-major
   // all backed, cpu-major all backed.
   std::vector<std::vector<double>> plot;
+  // Allocation vs CPUs: {cpus, ns per Allocate (fill), ns per free +
+  // allocate} for 16-byte objects.
+  std::vector<std::vector<double>> alloc_cpus;
+  // Large objects (200 bytes, 4 CPUs) vs live objects: {live, ns per
+  // Allocate (fill), ns per free + allocate}.
+  std::vector<std::vector<double>> alloc_large;
 };
 
 const char* const kPlotColumns =
@@ -1364,6 +1375,74 @@ Status RunAllocExperiments(bool quick, Report* rep) {
 // ---------------------------------------------------------------------------
 // The plot: fold cost vs CPU count.
 
+// Allocation cost curves: 16-byte objects as CPUs grow (every CPU
+// present, so a free zeroes every copy), and 200-byte objects (the extent
+// map) as live objects grow. Fixtures of one curve are measured round by
+// round, interleaved; each point is the median of its rounds.
+Status RunAllocCurves(bool quick, Report* rep) {
+  auto elapsed_ns = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0)
+        .count();
+  };
+  struct Point {
+    int cpus;
+    size_t size, live;
+    std::unique_ptr<AllocFixture> f;
+    std::vector<double> fill, churn;
+  };
+  auto run = [&](std::vector<Point>& pts, int rounds, size_t churn_n,
+                 std::vector<std::vector<double>>* out, bool by_cpus) {
+    for (Point& p : pts) {
+      StatusOr<std::unique_ptr<AllocFixture>> f =
+          AllocFixture::Create(p.cpus, p.size, 0);
+      if (!f.ok()) return f.status();
+      p.f = std::move(*f);
+    }
+    for (int r = 1; r <= rounds; ++r) {
+      for (Point& p : pts) {
+        const size_t target = p.live * static_cast<size_t>(r) /
+                              static_cast<size_t>(rounds);
+        const size_t n = target - p.f->live();
+        const Clock::time_point t0 = Clock::now();
+        Status st = p.f->Fill(target);
+        if (!st.ok()) return st;
+        if (n > 0) p.fill.push_back(elapsed_ns(t0) / static_cast<double>(n));
+      }
+    }
+    for (Point& p : pts) p.f->TouchAll();
+    for (int r = 0; r < rounds; ++r) {
+      for (Point& p : pts) {
+        const Clock::time_point t0 = Clock::now();
+        Status st = p.f->Churn(churn_n);
+        if (!st.ok()) return st;
+        p.churn.push_back(elapsed_ns(t0) / static_cast<double>(churn_n));
+      }
+    }
+    for (Point& p : pts) {
+      out->push_back({static_cast<double>(by_cpus ? p.cpus : p.live),
+                      Median(p.fill), Median(p.churn)});
+      Status st = p.f->FreeAll();
+      if (!st.ok()) return st;
+      p.f.reset();
+    }
+    return Status::Ok();
+  };
+  std::vector<Point> cpus;
+  for (int n : {4, 32, 64, 192, 1024}) {
+    cpus.push_back({n, 16, quick ? size_t{4096} : size_t{20000}, nullptr, {}, {}});
+  }
+  Status st = run(cpus, quick ? 3 : 9, quick ? 500 : 2000, &rep->alloc_cpus,
+                  true);
+  if (!st.ok()) return st;
+  std::vector<Point> large;
+  for (size_t live : {size_t{1000}, size_t{10000}, size_t{100000}}) {
+    large.push_back({4, 200, live, nullptr, {}, {}});
+  }
+  if (!quick) large.push_back({4, 200, 300000, nullptr, {}, {}});
+  return run(large, quick ? 3 : 9, quick ? 500 : 2000, &rep->alloc_large,
+             false);
+}
+
 Status WritePlot(const std::string& file, bool quick, Report* rep) {
   const std::string gnuplot = FindOnPath("gnuplot");
   if (gnuplot.empty()) {
@@ -1373,10 +1452,10 @@ Status WritePlot(const std::string& file, bool quick, Report* rep) {
     rep->notes.push_back("plot NOT written: gnuplot not found");
     return Status::Ok();
   }
-  const std::vector<int> xs = quick
-                                  ? std::vector<int>{8, 32, 64, 128, 192}
-                                  : std::vector<int>{8, 16, 32, 48, 64, 96,
-                                                     128, 160, 192};
+  const std::vector<int> xs =
+      quick ? std::vector<int>{8, 32, 64, 192, 1024}
+            : std::vector<int>{8, 16, 32, 48, 64, 96, 128, 160, 192, 512,
+                               1024};
   const int rounds = quick ? 3 : 11;
   const double sample = quick ? 0.0005 : 0.002;
   for (int n : xs) {
@@ -1399,23 +1478,35 @@ Status WritePlot(const std::string& file, bool quick, Report* rep) {
     for (const Variant& v : vs) row.push_back(Best(v.ns) / 1e3);
     rep->plot.push_back(row);
   }
-  // gnuplot reads a data file and a script from a temporary directory,
+  // gnuplot reads data files and a script from a temporary directory,
   // removed afterwards (the data are also in the report's output).
   const std::string tmp = TempDir();
-  const std::string data = tmp + "/fold_cost.dat";
-  std::ofstream out(data);
-  out << "# " << kPlotColumns << " (us per fold of 90 items)\n";
-  for (const std::vector<double>& row : rep->plot) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      out << (i > 0 ? " " : "") << row[i];
+  auto write_data = [&](const std::string& name,
+                        const std::vector<std::vector<double>>& rows) {
+    std::ofstream out(tmp + "/" + name);
+    for (const std::vector<double>& row : rows) {
+      for (size_t i = 0; i < row.size(); ++i) {
+        out << (i > 0 ? " " : "") << row[i];
+      }
+      out << "\n";
     }
-    out << "\n";
+    return tmp + "/" + name;
+  };
+  const std::string data = write_data("fold_cost.dat", rep->plot);
+  const std::string data_cpus = write_data("alloc_cpus.dat", rep->alloc_cpus);
+  const std::string data_large =
+      write_data("alloc_large.dat", rep->alloc_large);
+  // The output directory (bench-out/ by default) is created if needed.
+  const size_t slash = file.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    int mk = 0;
+    RunCommand("mkdir -p " + ShellQuote(file.substr(0, slash)), &mk);
   }
-  out.close();
   const std::string script = tmp + "/fold_cost.gp";
   std::ofstream gp(script);
-  gp << "set terminal svg size 900,560 dynamic enhanced font 'sans,12'\n"
+  gp << "set terminal svg size 900,1500 dynamic enhanced font 'sans,12'\n"
      << "set output '" << file << "'\n"
+     << "set multiplot layout 3,1\n"
      << "set title 'Folding a 90-item u64 MIB (PerCpuAllocator, 64 KiB "
         "units)'\n"
      << "set xlabel 'possible CPUs (present = min(possible, 32), except "
@@ -1434,12 +1525,31 @@ Status WritePlot(const std::string& file, bool quick, Report* rep) {
      << "  '' using 1:5 with linespoints lw 2 dt 2 title 'item-major, all "
         "possible backed (kernel layout)', \\\n"
      << "  '' using 1:6 with linespoints lw 2 dt 2 title 'cpu-major, all "
-        "possible backed (kernel layout)'\n";
+        "possible backed (kernel layout)'\n"
+     << "set title 'PerCpuAllocator, 16-byte objects: cost vs CPUs (all "
+        "present)'\n"
+     << "set xlabel 'possible = present CPUs'\n"
+     << "set ylabel 'nanoseconds per operation'\n"
+     << "set logscale xy\n"
+     << "plot '" << data_cpus
+     << "' using 1:2 with linespoints lw 2 title 'Allocate (fill)', \\\n"
+     << "  '' using 1:3 with linespoints lw 2 title 'Free + Allocate "
+        "(zeroes every present copy)'\n"
+     << "set title 'PerCpuAllocator, 200-byte objects (extent map), 4 "
+        "CPUs: cost vs live objects'\n"
+     << "set xlabel 'live objects'\n"
+     << "plot '" << data_large
+     << "' using 1:2 with linespoints lw 2 title 'Allocate (fill)', \\\n"
+     << "  '' using 1:3 with linespoints lw 2 title 'Free + Allocate, "
+        "random victim'\n"
+     << "unset multiplot\n";
   gp.close();
   int st = 0;
   const std::string msg =
       RunCommand(ShellQuote(gnuplot) + " " + ShellQuote(script) + " 2>&1", &st);
   unlink(data.c_str());
+  unlink(data_cpus.c_str());
+  unlink(data_large.c_str());
   unlink(script.c_str());
   rmdir(tmp.c_str());
   if (st != 0) {
@@ -1449,7 +1559,7 @@ Status WritePlot(const std::string& file, bool quick, Report* rep) {
     return Status::Ok();
   }
   rep->notes.push_back("plot written to " + file +
-                       " (its data are under 'Plot data')");
+                       " (its data are printed above the path)");
   return Status::Ok();
 }
 
@@ -1662,10 +1772,24 @@ std::string ToText(const Report& rep) {
     s += "\nNotes:\n";
     for (const std::string& n : rep.notes) s += Wrap(n, 100, "  * ");
   }
+  if (!rep.alloc_cpus.empty()) {
+    s += "\nAllocation vs CPUs (16-byte objects, every CPU present; ns per "
+         "operation, median of rounds):\n  cpus  allocate  free+allocate\n";
+    for (const std::vector<double>& row : rep.alloc_cpus) {
+      s += Fmt("  %4.0f  %8.0f  %13.0f\n", row[0], row[1], row[2]);
+    }
+  }
+  if (!rep.alloc_large.empty()) {
+    s += "\nLarge objects vs live objects (200 bytes, 4 CPUs, extent map; "
+         "ns per operation):\n    live  allocate  free+allocate\n";
+    for (const std::vector<double>& row : rep.alloc_large) {
+      s += Fmt("  %6.0f  %8.0f  %13.0f\n", row[0], row[1], row[2]);
+    }
+  }
   if (!rep.plot.empty()) {
-    s += std::string("\nPlot data (us per fold of 90 items; present = "
-                     "min(possible, 32), 'backed' = all present):\n  ") +
-         kPlotColumns + "\n";
+    s += std::string("\nFold vs CPUs (us per fold of 90 items; present "
+                     "= min(possible, 32), 'backed' = all present):\n") +
+         Wrap(kPlotColumns, 100, "  ");
     for (const std::vector<double>& row : rep.plot) {
       s += " ";
       for (double v : row) s += Fmt(" %.3f", v);
@@ -1758,6 +1882,8 @@ int Main(int argc, char** argv) {
         "update experiments");
   progress("allocation (experiment 5)");
   check(RunAllocExperiments(o.quick, &rep), "allocation experiments");
+  progress("allocation curves (CPUs, live large objects)");
+  check(RunAllocCurves(o.quick, &rep), "allocation curves");
   if (!o.plot.empty()) {
     progress("plot");
     check(WritePlot(OutputPath(o.plot), o.quick, &rep), "plot");
@@ -1801,6 +1927,12 @@ int Main(int argc, char** argv) {
       !WriteFile(OutputPath(o.json_out), ToJson(rep))) {
     std::fprintf(stderr, "report: cannot write %s\n", o.json_out.c_str());
     ++failures;
+  }
+  if (!o.plot.empty()) {
+    // Last line of the text table; stderr for CSV/JSON (stdout stays
+    // machine-readable).
+    std::fprintf(o.format == Format::kText ? stdout : stderr,
+                 "\nPlot: %s\n", OutputPath(o.plot).c_str());
   }
   // A missed goal is a result, not an error; a failed experiment is.
   return failures == 0 ? 0 : 1;
