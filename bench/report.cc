@@ -1139,10 +1139,11 @@ Status RunAllocExperiments(bool quick, Report* rep) {
   const size_t live_large = quick ? 20000 : 100000;
   // Fill and churn run in chunks, interleaved across the variants (round
   // robin), so that noise hits every variant alike; medians of the chunks.
-  const int fill_chunks = quick ? 5 : 20;
-  const int churn_chunks = quick ? 6 : 25;
-  const size_t churn_chunk = quick ? 4000 : 10000;
-  const size_t churn_chunk_large = quick ? 1000 : 2000;
+  // Samples of ~10 ms or more (thread CPU time, see elapsed_ns below).
+  const int fill_chunks = quick ? 5 : 10;
+  const int churn_chunks = quick ? 6 : 15;
+  const size_t churn_chunk = quick ? 4000 : 50000;
+  const size_t churn_chunk_large = quick ? 1000 : 10000;
   struct AllocVariant {
     const char* name;
     size_t size, align, live, churn_chunk;
@@ -1169,16 +1170,18 @@ Status RunAllocExperiments(bool quick, Report* rep) {
     if (!f.ok()) return f.status();
     v.f = std::move(*f);
   }
-  // Wall time, best chunk (see MeasureInterleaved).
-  auto elapsed_ns = [](Clock::time_point t0) {
-    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-  };
+  // Per-operation cost from thread CPU time (see elapsed_ns).
+  // Thread CPU time: on this shared machine a co-tenant's time slice would
+  // otherwise land in a sample (wall-time medians moved 10x between runs).
+  // Samples are >= ~10 ms, long enough for the VM's CPU-time accounting
+  // (docs/performance.md, Method).
+  auto elapsed_ns = [](double t0) { return (ThreadCpuSeconds() - t0) * 1e9; };
   for (int c = 1; c <= fill_chunks; ++c) {
     for (AllocVariant& v : vs) {
       const size_t target = v.live * static_cast<size_t>(c) /
                             static_cast<size_t>(fill_chunks);
       const size_t n = target - v.f->live();
-      const Clock::time_point t0 = Clock::now();
+      const double t0 = ThreadCpuSeconds();
       Status st = v.f->Fill(target);
       const double ns = elapsed_ns(t0);
       if (!st.ok()) return st;
@@ -1193,7 +1196,7 @@ Status RunAllocExperiments(bool quick, Report* rep) {
   }
   for (int c = 0; c < churn_chunks; ++c) {
     for (AllocVariant& v : vs) {
-      const Clock::time_point t0 = Clock::now();
+      const double t0 = ThreadCpuSeconds();
       Status st = v.f->Churn(v.churn_chunk);
       const double ns = elapsed_ns(t0);
       if (!st.ok()) return st;
@@ -1202,7 +1205,7 @@ Status RunAllocExperiments(bool quick, Report* rep) {
   }
   for (AllocVariant& v : vs) {
     const size_t n = v.f->live();
-    const Clock::time_point t0 = Clock::now();
+    const double t0 = ThreadCpuSeconds();
     Status st = v.f->FreeAll();
     const double ns = elapsed_ns(t0);
     if (!st.ok()) return st;
@@ -1380,17 +1383,17 @@ Status RunAllocExperiments(bool quick, Report* rep) {
 // map) as live objects grow. Fixtures of one curve are measured round by
 // round, interleaved; each point is the median of its rounds.
 Status RunAllocCurves(bool quick, Report* rep) {
-  auto elapsed_ns = [](Clock::time_point t0) {
-    return std::chrono::duration<double, std::nano>(Clock::now() - t0)
-        .count();
-  };
+  // Thread CPU time, as in RunAllocExperiments.
+  auto elapsed_ns = [](double t0) { return (ThreadCpuSeconds() - t0) * 1e9; };
   struct Point {
     int cpus;
     size_t size, live;
     std::unique_ptr<AllocFixture> f;
     std::vector<double> fill, churn;
   };
-  auto run = [&](std::vector<Point>& pts, int rounds, size_t churn_n,
+  // churn_ops / cpus free+allocate pairs per sample: a free zeroes every
+  // present CPU's copy, so this keeps samples near 10-20 ms.
+  auto run = [&](std::vector<Point>& pts, int rounds, size_t churn_ops,
                  std::vector<std::vector<double>>* out, bool by_cpus) {
     for (Point& p : pts) {
       StatusOr<std::unique_ptr<AllocFixture>> f =
@@ -1403,7 +1406,7 @@ Status RunAllocCurves(bool quick, Report* rep) {
         const size_t target = p.live * static_cast<size_t>(r) /
                               static_cast<size_t>(rounds);
         const size_t n = target - p.f->live();
-        const Clock::time_point t0 = Clock::now();
+        const double t0 = ThreadCpuSeconds();
         Status st = p.f->Fill(target);
         if (!st.ok()) return st;
         if (n > 0) p.fill.push_back(elapsed_ns(t0) / static_cast<double>(n));
@@ -1412,7 +1415,9 @@ Status RunAllocCurves(bool quick, Report* rep) {
     for (Point& p : pts) p.f->TouchAll();
     for (int r = 0; r < rounds; ++r) {
       for (Point& p : pts) {
-        const Clock::time_point t0 = Clock::now();
+        const size_t churn_n =
+            std::max<size_t>(64, churn_ops / static_cast<size_t>(p.cpus));
+        const double t0 = ThreadCpuSeconds();
         Status st = p.f->Churn(churn_n);
         if (!st.ok()) return st;
         p.churn.push_back(elapsed_ns(t0) / static_cast<double>(churn_n));
@@ -1429,17 +1434,18 @@ Status RunAllocCurves(bool quick, Report* rep) {
   };
   std::vector<Point> cpus;
   for (int n : {4, 32, 64, 192, 1024}) {
-    cpus.push_back({n, 16, quick ? size_t{4096} : size_t{20000}, nullptr, {}, {}});
+    cpus.push_back(
+        {n, 16, quick ? size_t{4096} : size_t{100000}, nullptr, {}, {}});
   }
-  Status st = run(cpus, quick ? 3 : 9, quick ? 500 : 2000, &rep->alloc_cpus,
-                  true);
+  Status st = run(cpus, quick ? 3 : 9, quick ? 2000 : 400000,
+                  &rep->alloc_cpus, true);
   if (!st.ok()) return st;
   std::vector<Point> large;
   for (size_t live : {size_t{1000}, size_t{10000}, size_t{100000}}) {
     large.push_back({4, 200, live, nullptr, {}, {}});
   }
   if (!quick) large.push_back({4, 200, 300000, nullptr, {}, {}});
-  return run(large, quick ? 3 : 9, quick ? 500 : 2000, &rep->alloc_large,
+  return run(large, quick ? 3 : 9, quick ? 2000 : 40000, &rep->alloc_large,
              false);
 }
 
