@@ -239,6 +239,9 @@ class AllocFixture {
   AllocFixture(const AllocFixture&) = delete;
   AllocFixture& operator=(const AllocFixture&) = delete;
 
+  // Room for `live` handles, so that a timed Fill does not grow the
+  // fixture's own array.
+  void Reserve(size_t live);
   // Allocates Allocate(size, align) until `live` objects are live.
   Status Fill(size_t live);
   // Writes one byte of every CPU's copy of every live object (a user

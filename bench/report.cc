@@ -275,9 +275,11 @@ struct Variant {
 };
 
 // Calibrates each variant to about `sample_s` seconds per sample, then
-// measures `rounds` rounds, interleaved.
-void MeasureInterleaved(std::vector<Variant>* vs, int rounds,
-                        double sample_s) {
+// measures `rounds` rounds, interleaved. cpu_time: samples in thread CPU
+// time (for paired ratios and their spread; needs samples of ~10 ms or
+// more), else wall time (for best-of absolute figures).
+void MeasureInterleaved(std::vector<Variant>* vs, int rounds, double sample_s,
+                        bool cpu_time = false) {
   volatile uint64_t sink = 0;
   for (Variant& v : *vs) {
     sink = sink + v.fn();  // warm up (first touch, caches)
@@ -301,10 +303,18 @@ void MeasureInterleaved(std::vector<Variant>* vs, int rounds,
       // CPU time is not used here: on this kind of VM it excludes
       // hypervisor steal time in coarse chunks, so short samples can read
       // LOW, and a best-of would pick exactly those.)
+      // With cpu_time, thread CPU time over >= ~10 ms instead: a
+      // co-tenant's time slice inside a wall-time sample moved per-round
+      // ratios by up to 10x on the shared machine, and 10 ms is long
+      // enough for the VM's CPU-time accounting.
+      const double c0 = cpu_time ? ThreadCpuSeconds() : 0;
       const Clock::time_point t0 = Clock::now();
       for (long i = 0; i < v.iters; ++i) sink = sink + v.fn();
       const double ns =
-          std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+          cpu_time ? (ThreadCpuSeconds() - c0) * 1e9
+                   : std::chrono::duration<double, std::nano>(Clock::now() -
+                                                              t0)
+                         .count();
       v.ns.push_back(ns / static_cast<double>(v.iters));
     }
   }
@@ -593,7 +603,7 @@ Status RunFoldExperiments(const Sizes& sz, Report* rep) {
   vs.push_back({"b_item_possible", [&] { return FoldItemMajorPossible(fb); }});
   vs.push_back({"b_stream",
                 [&] { return StreamSum(stream_b.data(), stream_b.size()); }});
-  MeasureInterleaved(&vs, sz.rounds, sz.sample_s);
+  MeasureInterleaved(&vs, sz.rounds, sz.sample_s, /*cpu_time=*/true);
 
   auto med = [&](const char* n) { return Median(Find(vs, n).ns); };
   auto best = [&](const char* n) { return Best(Find(vs, n).ns); };
@@ -1169,6 +1179,7 @@ Status RunAllocExperiments(bool quick, Report* rep) {
         AllocFixture::Create(kCpus, v.size, v.align);
     if (!f.ok()) return f.status();
     v.f = std::move(*f);
+    v.f->Reserve(v.live);
   }
   // Per-operation cost from thread CPU time (see elapsed_ns).
   // Thread CPU time: on this shared machine a co-tenant's time slice would
@@ -1400,6 +1411,7 @@ Status RunAllocCurves(bool quick, Report* rep) {
           AllocFixture::Create(p.cpus, p.size, 0);
       if (!f.ok()) return f.status();
       p.f = std::move(*f);
+      p.f->Reserve(p.live);
     }
     for (int r = 1; r <= rounds; ++r) {
       for (Point& p : pts) {
@@ -1861,7 +1873,7 @@ int Main(int argc, char** argv) {
   const std::string valgrind = FindOnPath("valgrind");
   Report rep;
   rep.machine = DescribeMachine(valgrind);
-  const Sizes fold_sizes = o.quick ? Sizes{7, 0.001} : Sizes{31, 0.002};
+  const Sizes fold_sizes = o.quick ? Sizes{7, 0.002} : Sizes{21, 0.01};
   auto progress = [&](const char* what) {
     std::fprintf(stderr, "report: %s (%.1f s)\n", what,
                  std::chrono::duration<double>(Clock::now() - start).count());
