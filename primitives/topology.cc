@@ -539,9 +539,18 @@ bool RunRseqHotplugFence() {
          0;
 }
 #else
-bool EnableRseqHotplugFence() { return false; }
+#if defined(PERCPU_MODEL_CHECK)
+void (*g_model_rseq_fence)() = nullptr;
+bool RseqHotplugFenceEnabled() { return g_model_rseq_fence != nullptr; }
+bool RunRseqHotplugFence() {
+  if (g_model_rseq_fence != nullptr) g_model_rseq_fence();
+  return true;
+}
+#else
 bool RseqHotplugFenceEnabled() { return false; }
 bool RunRseqHotplugFence() { return true; }
+#endif
+bool EnableRseqHotplugFence() { return false; }
 #endif
 
 }  // namespace internal

@@ -276,6 +276,11 @@ bool RseqHotplugFenceEnabled();
 // Runs the fence if it is enabled (a no-op otherwise). Returns false if the
 // syscall failed (it cannot once registered; reported as an event failure).
 bool RunRseqHotplugFence();
+#if defined(PERCPU_MODEL_CHECK)
+// The model checker's stand-in for membarrier (verification/
+// rseq_hotplug_model_test.cc installs it): RunRseqHotplugFence calls it.
+extern void (*g_model_rseq_fence)();
+#endif
 
 }  // namespace internal
 

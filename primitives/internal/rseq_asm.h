@@ -11,8 +11,13 @@
 //             tmp = *addr; tmp += v
 //             *addr = tmp                          (the single commit store)
 //   post_commit_ip:
+//   out:      rseq->rseq_cs = 0                    (disarm, every exit)
 //   ...
 //   <RSEQ_SIG> abort_ip: goto restart              (kernel jumps here)
+//
+// The counter families' variant (RseqAddU64Present, RseqLatchAddPair) also
+// tests the CPU's bit in a topology's present mask before the address
+// computation (see "Present-mask bound" below).
 //
 // If the thread is preempted, migrated or signalled between start_ip and
 // post_commit_ip, the kernel, on its way back to user space, clears
