@@ -21,6 +21,7 @@
 #include "primitives/cpumask.h"
 #include "primitives/internal/atomic.h"
 #include "primitives/internal/rseq_asm.h"
+#include "primitives/rseq.h"
 
 namespace percpu {
 namespace bench {
@@ -57,6 +58,7 @@ bool ReadFile(const std::string& path, std::string* out) {
 // The plain thread-local counter of kPlainThreadLocal: constant-initialized,
 // so no TLS guard is on its path.
 thread_local uint64_t g_plain_tls = 0;
+thread_local internal::Atomic<uint64_t> g_relaxed_tls{0};
 
 }  // namespace
 
@@ -174,6 +176,10 @@ const char* UpdateKindName(UpdateKind kind) {
       return "ovs_numa_locked";
     case UpdateKind::kPerCpuPair:
       return "percpu_pair";
+    case UpdateKind::kRelaxedTls:
+      return "relaxed_tls";
+    case UpdateKind::kRseqFloor:
+      return "rseq_floor";
   }
   return "?";
 }
@@ -216,6 +222,7 @@ StatusOr<std::unique_ptr<UpdateTargets>> UpdateTargets::Create() {
   t->cpu_slot_ = std::move(*slot);
   t->per_thread_.reset(new PerThreadCounter());
   t->fallback_slots_.reset(new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
+  t->floor_slots_.reset(new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
   t->nodes_.reset(new NodeStats[static_cast<size_t>(t->num_nodes_)]);
 
   StatusOr<std::unique_ptr<PerCpuAllocator>> alloc =
@@ -259,6 +266,10 @@ void UpdateTargets::Run(UpdateKind kind, uint64_t iters) {
       return RunOvsNumaLocked(iters);
     case UpdateKind::kPerCpuPair:
       return RunPerCpuPair(iters);
+    case UpdateKind::kRelaxedTls:
+      return RunRelaxedTls(iters);
+    case UpdateKind::kRseqFloor:
+      return RunRseqFloor(iters);
   }
 }
 
@@ -347,6 +358,68 @@ __attribute__((noinline)) void UpdateTargets::RunOvsNumaLocked(
   }
 }
 
+__attribute__((noinline)) void UpdateTargets::RunRelaxedTls(uint64_t iters) {
+  for (uint64_t i = 0; i < iters; ++i) {
+    // Relaxed load + store: the single-writer counter's cost floor without
+    // any lookup (what goal 4 compares PerThreadCounter::Add against).
+    g_relaxed_tls.store(g_relaxed_tls.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+    CompilerBarrier();
+  }
+}
+
+// The rseq minimum, the shape of librseq's rseq_load_add_store__ptr with
+// RSEQ_PERCPU_CPU_ID: arm rseq_cs, load cpu_id, address = base + cpu * 64,
+// load / add / store (the commit), abort -> restart. No bounds check (the
+// array has one slot per possible CPU id and the kernel's cpu_id is below
+// that) and no fallback: a reference floor for goal 1, not library code.
+// Falls back to a relaxed fetch_add where there is no rseq (then the row
+// is not the floor; the report says so).
+__attribute__((noinline)) void UpdateTargets::RunRseqFloor(uint64_t iters) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(floor_slots_.get());
+  static_assert(sizeof(PaddedSlot) == 64, "shift by 6 below");
+#if PERCPU_HAVE_RSEQ_ASM && defined(__x86_64__)
+  if (CurrentWriterMode() == WriterMode::kRseq) {
+    const intptr_t off = __rseq_offset;
+    for (uint64_t i = 0; i < iters; ++i) {
+      uint64_t cpu, tmp;
+      __asm__ __volatile__(
+          ".pushsection __rseq_cs, \"aw?\"\n\t"
+          ".balign 32\n\t"
+          "3:\n\t"
+          ".long 0, 0\n\t"
+          ".quad 1f, (2f - 1f), 4f\n\t"
+          ".popsection\n\t"
+          "0:\n\t"
+          "leaq 3b(%%rip), %[tmp]\n\t"
+          "movq %[tmp], %%fs:8(%[off])\n\t"
+          "1:\n\t"
+          "movl %%fs:4(%[off]), %k[cpu]\n\t"
+          "shlq $6, %[cpu]\n\t"
+          "movq (%[base],%[cpu]), %[tmp]\n\t"
+          "addq $1, %[tmp]\n\t"
+          "movq %[tmp], (%[base],%[cpu])\n\t"
+          "2:\n\t"
+          ".pushsection __rseq_failure, \"ax?\"\n\t"
+          ".byte 0x0f, 0xb9, 0x3d\n\t"
+          ".long 0x53053053\n\t"
+          "4:\n\t"
+          "jmp 0b\n\t"
+          ".popsection\n\t"
+          : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp)
+          : [off] "r"(off), [base] "r"(base)
+          : "memory", "cc");
+    }
+    return;
+  }
+#endif
+  for (uint64_t i = 0; i < iters; ++i) {
+    // Relaxed suffices: a statistics counter (no rseq on this machine).
+    floor_slots_[0].value.fetch_add(1, std::memory_order_relaxed);
+    CompilerBarrier();
+  }
+}
+
 __attribute__((noinline)) void UpdateTargets::RunPerCpuPair(uint64_t iters) {
   for (uint64_t i = 0; i < iters; ++i) {
     (void)packets_.TryAddThisCpu(1);
@@ -388,6 +461,17 @@ uint64_t UpdateTargets::Total(UpdateKind kind) const {
     }
     case UpdateKind::kPerCpuPair:
       return packets_.Sum();
+    case UpdateKind::kRelaxedTls:
+      return 0;  // per thread, like kPlainThreadLocal
+    case UpdateKind::kRseqFloor: {
+      uint64_t s = 0;
+      for (int c = 0; c < num_cpus_; ++c) {
+        // Relaxed suffices: writers are quiescent (joined) when called.
+        s += floor_slots_[static_cast<size_t>(c)].value.load(
+            std::memory_order_relaxed);
+      }
+      return s;
+    }
   }
   return 0;
 }
@@ -508,8 +592,15 @@ StatusOr<std::unique_ptr<AllocFixture>> AllocFixture::Create(int cpus,
 
 AllocFixture::~AllocFixture() { (void)FreeAll(); }
 
+void AllocFixture::Reserve(size_t live) { objs_.reserve(live); }
+
 Status AllocFixture::Fill(size_t live) {
-  objs_.reserve(live);
+  // Geometric growth: reserving exactly `live` on every call reallocated
+  // (and page-faulted in) the whole handle array per call, which a fill in
+  // chunks then timed as allocator cost (300-550 ns "per allocation").
+  if (objs_.capacity() < live) {
+    objs_.reserve(std::max(live, 2 * objs_.capacity()));
+  }
   while (objs_.size() < live) {
     StatusOr<PerCpuPtr<void>> p = alloc_->Allocate(size_, align_);
     if (!p.ok()) return p.status();

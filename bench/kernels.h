@@ -122,12 +122,15 @@ enum class UpdateKind {
   kMutex,             // std::mutex + uint64_t
   kOvsNumaLocked,     // per-NUMA-node spinlock + {packets, bytes}
   kPerCpuPair,        // per-CPU {packets, bytes}: two CpuSlots adds
+  kRelaxedTls,        // thread_local Atomic<uint64_t>: relaxed load + store
+  kRseqFloor,         // the rseq minimum, written here (see RseqFloorAdd)
 };
 inline constexpr UpdateKind kAllUpdateKinds[] = {
     UpdateKind::kPlainThreadLocal, UpdateKind::kPerCpuRseq,
     UpdateKind::kPerThread,        UpdateKind::kFallback,
     UpdateKind::kSharedAtomic,     UpdateKind::kMutex,
     UpdateKind::kOvsNumaLocked,    UpdateKind::kPerCpuPair,
+    UpdateKind::kRelaxedTls,       UpdateKind::kRseqFloor,
 };
 // Short stable names ("plain_tls", "percpu_rseq", ...).
 const char* UpdateKindName(UpdateKind kind);
@@ -198,6 +201,9 @@ class UpdateTargets {
   void RunMutex(uint64_t iters);
   void RunOvsNumaLocked(uint64_t iters);
   void RunPerCpuPair(uint64_t iters);
+  void RunRelaxedTls(uint64_t iters);
+  void RunRseqFloor(uint64_t iters);
+  std::unique_ptr<PaddedSlot[]> floor_slots_;  // kRseqFloor, one per CPU id
 };
 
 // The calling thread's plain thread-local count (kPlainThreadLocal).
@@ -233,6 +239,9 @@ class AllocFixture {
   AllocFixture(const AllocFixture&) = delete;
   AllocFixture& operator=(const AllocFixture&) = delete;
 
+  // Room for `live` handles, so that a timed Fill does not grow the
+  // fixture's own array.
+  void Reserve(size_t live);
   // Allocates Allocate(size, align) until `live` objects are live.
   Status Fill(size_t live);
   // Writes one byte of every CPU's copy of every live object (a user

@@ -63,7 +63,12 @@ namespace internal {
 inline uint32_t AddThisCpuU64(uintptr_t base, size_t stride, uint32_t n,
                               uint64_t v) {
 #if PERCPU_HAVE_RSEQ_ASM
-  if (__builtin_expect(LoadWriterMode() == WriterMode::kRseq, 1)) {
+  // One load, one compare and one branch on the hot path: once chosen the
+  // mode is kRseq; "not chosen yet" (0) goes through InitWriterMode() once.
+  // Relaxed suffices: the mode is idempotent and publishes nothing else.
+  const int m = g_writer_mode.load(std::memory_order_relaxed);
+  if (__builtin_expect(m == static_cast<int>(WriterMode::kRseq), 1) ||
+      (m == 0 && InitWriterMode() == WriterMode::kRseq)) {
     return RseqAddU64(base, stride, n, v);
   }
 #endif

@@ -110,6 +110,7 @@ void ThreadExit(void* p) {
   }
   if (internal::TlsPerThreadState() == st) {
     internal::TlsPerThreadState() = nullptr;
+    internal::TlsPerThreadFast() = internal::PerThreadTls{};
   }
   delete st;
 }
@@ -166,6 +167,8 @@ void PerThreadCounter::AddSlow(uint64_t delta) {
       st->storage.resize(n);
       st->entries = st->storage.data();
       st->capacity = static_cast<uint32_t>(n);
+      internal::TlsPerThreadFast() =
+          internal::PerThreadTls{st->entries, st->capacity};
     }
     internal::PerThreadEntry& e = st->entries[id_];
     if (e.serial != serial_) {

@@ -56,6 +56,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "primitives/internal/extent_map.h"
@@ -285,24 +286,40 @@ class PerCpuAllocator {
   const Topology& topology() const { return *topology_; }
 
  private:
+  // Index into slabs_, or kNoSlab.
+  static constexpr uint32_t kNoSlab = 0xffffffffu;
   struct Chunk {
     char* base;
+    // slab_of[offset / kSlabBytes] = 1 + index into slabs_ of the slab at
+    // that offset of every unit, or 0 (large objects / free space). Grown
+    // when a slab is placed beyond its end (slab creation only).
+    std::vector<uint32_t> slab_of;
   };
   struct Slot {
     uint32_t chunk;
     uint32_t offset;
   };
-  struct Live {
+  // One slab of a small size class: kSlabBytes at the same offset of every
+  // unit of one chunk, cut into at most 64 slots that never cross a line.
+  struct Slab {
+    uint64_t free_bits;  // bit s set = slot s free
     uint32_t chunk;
-    uint32_t offset;
+    uint32_t offset;     // a multiple of kSlabBytes
+    uint32_t next;       // next slab of the class with a free slot, kNoSlab
+    uint8_t size_class;  // index into partial_
+    uint8_t class_size;  // bytes per slot
+    uint8_t per_line;    // slots per cache line
+    uint8_t requested[64];  // bytes asked for by each live slot's owner
+  };
+  struct Large {
     uint32_t placed;     // bytes taken in each unit
     uint32_t requested;  // bytes asked for
-    int size_class;      // -1 = large (extent), else index into classes_
   };
 
   static constexpr int kNumClasses =
       static_cast<int>(kCacheLineSize / kMinAllocGranule);
-  // Bytes of one slab of a small size class in each unit.
+  // Bytes of one slab of a small size class in each unit. At most 64 slots
+  // (8-byte class), so one word of free bits covers a slab.
   static constexpr uint32_t kSlabBytes = 8 * kCacheLineSize;
 
   PerCpuAllocator(Topology* topology, const PerCpuAllocatorOptions& options,
@@ -314,12 +331,21 @@ class PerCpuAllocator {
   // needed). Requires mu_.
   Status PlaceExtentLocked(const char* op, uint32_t size, uint32_t align,
                            Slot* out);
+  // Carves a new slab for class `cls` and makes it the class's partial
+  // head. Requires mu_.
+  Status NewSlabLocked(const char* op, int cls, uint32_t class_size);
   Status AddChunkLocked(const char* op);
+  // The chunk whose CPU-0 unit holds addr, or -1. O(1). Requires mu_.
+  int FindChunkOfCpu0Locked(uintptr_t addr) const;
   Status OnHotplug(HotplugEvent event, int cpu);
-  PerCpuPtr<void> MakePtr(const Slot& s) const;
+  PerCpuPtr<void> MakePtr(uint32_t chunk, uint32_t offset) const;
+  static uint64_t LargeKey(uint32_t chunk, uint32_t offset) {
+    return uint64_t{chunk} << 32 | offset;
+  }
 
   Topology* const topology_;
   const size_t unit_size_;
+  const int unit_shift_;  // log2(unit_size_)
   const int num_possible_;
   const size_t chunk_bytes_;
   const size_t max_total_bytes_;
@@ -329,9 +355,33 @@ class PerCpuAllocator {
 
   mutable std::mutex mu_;
   std::vector<Chunk> chunks_;                       // guarded by mu_
+  // CPU-0 unit lookup: an open-addressed hash table (power-of-two size,
+  // at most half full, linear probing) from a unit-sized address window
+  // (address >> unit_shift_) to the up to two chunks whose unit 0 meets it
+  // (chunk index + 1, 0 = none). Grown only when a chunk is added.
+  struct WindowEntry {
+    uintptr_t window = 0;
+    uint32_t chunk_a = 0;  // 0 = empty entry
+    uint32_t chunk_b = 0;
+  };
+  void IndexWindowLocked(uintptr_t window, uint32_t chunk_plus_one);
+  size_t WindowSlot(uintptr_t window) const {
+    // Fibonacci hashing: the top bits of window * 2^64/phi.
+    return static_cast<size_t>((uint64_t{window} * 0x9e3779b97f4a7c15ull) >>
+                               window_shift_);
+  }
+  std::vector<WindowEntry> cpu0_index_;             // guarded by mu_
+  int window_shift_ = 64;                           // 64 - log2(size)
+  size_t windows_used_ = 0;                         // guarded by mu_
   internal::ExtentMap extents_;                     // free space, mu_
-  std::vector<Slot> classes_[kNumClasses];          // free slots, mu_
-  std::unordered_map<uintptr_t, Live> live_;        // by CPU-0 address, mu_
+  std::vector<Slab> slabs_;                         // guarded by mu_
+  uint32_t partial_[kNumClasses];                   // slab with a free slot
+  // Live large objects by LargeKey(chunk, offset). Nodes of erased entries
+  // are kept in spare_large_ and reused, so steady-state churn does not
+  // allocate.
+  using LargeMap = std::unordered_map<uint64_t, Large>;
+  LargeMap large_;                                  // guarded by mu_
+  std::vector<LargeMap::node_type> spare_large_;    // guarded by mu_
   PerCpuAllocatorStats stats_;                      // guarded by mu_
 };
 

@@ -6,13 +6,28 @@ namespace percpu {
 namespace internal {
 
 void ExtentMap::Insert(uint64_t key, uint32_t len) {
-  by_addr_.emplace(key, len);
-  by_size_.emplace(len, key);
+  if (!spare_addr_.empty()) {
+    ByAddr::node_type node = std::move(spare_addr_.back());
+    spare_addr_.pop_back();
+    node.key() = key;
+    node.mapped() = len;
+    by_addr_.insert(std::move(node));
+  } else {
+    by_addr_.emplace(key, len);
+  }
+  if (!spare_size_.empty()) {
+    BySize::node_type node = std::move(spare_size_.back());
+    spare_size_.pop_back();
+    node.value() = {len, key};
+    by_size_.insert(std::move(node));
+  } else {
+    by_size_.emplace(len, key);
+  }
 }
 
 void ExtentMap::Erase(std::map<uint64_t, uint32_t>::iterator it) {
-  by_size_.erase({it->second, it->first});
-  by_addr_.erase(it);
+  spare_size_.push_back(by_size_.extract({it->second, it->first}));
+  spare_addr_.push_back(by_addr_.extract(it));
 }
 
 void ExtentMap::AddChunk(uint32_t chunk) {

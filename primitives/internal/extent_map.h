@@ -13,7 +13,8 @@
 // extent. Only if none exists are up to kMaxProbes shorter extents
 // (length in [size, size + align - kGranule)) probed for a lucky aligned
 // fit, so an allocation is O(log n) whatever the alignment. Free is
-// O(log n) with coalescing of neighbours in the same chunk.
+// O(log n) with coalescing of neighbours in the same chunk. Tree nodes are
+// recycled (C++17 node handles), so steady-state use does not allocate.
 #ifndef PERCPU_PRIMITIVES_INTERNAL_EXTENT_MAP_H_
 #define PERCPU_PRIMITIVES_INTERNAL_EXTENT_MAP_H_
 
@@ -22,6 +23,7 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 namespace percpu {
 namespace internal {
@@ -61,8 +63,14 @@ class ExtentMap {
 
   const uint32_t unit_size_;
   uint64_t free_bytes_ = 0;
-  std::map<uint64_t, uint32_t> by_addr_;           // key -> length
-  std::set<std::pair<uint32_t, uint64_t>> by_size_;  // (length, key)
+  using ByAddr = std::map<uint64_t, uint32_t>;
+  using BySize = std::set<std::pair<uint32_t, uint64_t>>;
+  ByAddr by_addr_;  // key -> length
+  BySize by_size_;  // (length, key)
+  // Tree nodes of erased extents, reused by Insert: once the trees reached
+  // their peak size, allocation and free no longer call the heap.
+  std::vector<ByAddr::node_type> spare_addr_;
+  std::vector<BySize::node_type> spare_size_;
 };
 
 }  // namespace internal

@@ -210,8 +210,11 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       "5:\n\t"
       "movq $0, %%fs:8(%[off])\n\t"
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
-      : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
-        [v] "r"(v)
+      // stride and v may be immediates ("e": sign-extended 32 bits): a
+      // constant stride or delta then costs no register and no mov
+      // (imulq $imm, %reg and addq $imm, %reg).
+      : [off] "r"(off), [base] "r"(base), [stride] "re"(stride), [n] "r"(n),
+        [v] "re"(v)
       : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS);
   static_assert(RSEQ_SIG == 0x53053053, "x86 rseq signature");
 #elif defined(__aarch64__)
