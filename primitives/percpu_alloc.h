@@ -121,7 +121,7 @@ class PerCpuPtr {
                                 static_cast<uintptr_t>(cpu) * stride_);
   }
   // Checked variant: OutOfRange for a bad id, FailedPrecondition if null.
-  StatusOr<T*> At(int cpu) const {
+  [[nodiscard]] StatusOr<T*> At(int cpu) const {
     if (base_ == 0) {
       return FailedPreconditionError("PerCpuPtr::At: null PerCpuPtr");
     }
@@ -165,14 +165,14 @@ class MemorySource {
   virtual ~MemorySource() = default;
   // Reserves `bytes` (a multiple of the page size) of zero-filled,
   // page-aligned, read-write memory that is not yet committed.
-  virtual StatusOr<void*> Map(size_t bytes) = 0;
-  virtual Status Unmap(void* addr, size_t bytes) = 0;
+  [[nodiscard]] virtual StatusOr<void*> Map(size_t bytes) = 0;
+  [[nodiscard]] virtual Status Unmap(void* addr, size_t bytes) = 0;
   // Called for each unit of a CPU about to become present, after Decommit
   // zeroed it. The default does nothing (pages are committed on first
   // touch); a failure vetoes the CPU's hot-add.
-  virtual Status Commit(void* addr, size_t bytes) = 0;
+  [[nodiscard]] virtual Status Commit(void* addr, size_t bytes) = 0;
   // Releases the pages; later reads return zeros.
-  virtual Status Decommit(void* addr, size_t bytes) = 0;
+  [[nodiscard]] virtual Status Decommit(void* addr, size_t bytes) = 0;
 };
 
 // mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE),
@@ -217,7 +217,7 @@ class PerCpuAllocator {
  public:
   // Registers hotplug callbacks on *topology (which must outlive the
   // allocator). InvalidArgument for bad options.
-  static StatusOr<std::unique_ptr<PerCpuAllocator>> Create(
+  [[nodiscard]] static StatusOr<std::unique_ptr<PerCpuAllocator>> Create(
       Topology* topology, PerCpuAllocatorOptions options = {});
   ~PerCpuAllocator();
   PerCpuAllocator(const PerCpuAllocator&) = delete;
@@ -226,7 +226,7 @@ class PerCpuAllocator {
   // One zeroed T per possible CPU, aligned to
   // DeriveAlignment(sizeof(T), alignof(T)).
   template <typename T>
-  StatusOr<PerCpuPtr<T>> Allocate() {
+  [[nodiscard]] StatusOr<PerCpuPtr<T>> Allocate() {
     static_assert(ZeroInitializable<T>::value,
                   "PerCpuAllocator hands out zero bytes and never runs "
                   "destructors: T must be trivially destructible and not "
@@ -240,7 +240,7 @@ class PerCpuAllocator {
 
   // n consecutive zeroed Ts per possible CPU; on(cpu) points at element 0.
   template <typename T>
-  StatusOr<PerCpuPtr<T>> AllocateArray(size_t n) {
+  [[nodiscard]] StatusOr<PerCpuPtr<T>> AllocateArray(size_t n) {
     static_assert(ZeroInitializable<T>::value,
                   "PerCpuAllocator hands out zero bytes and never runs "
                   "destructors: T must be trivially destructible and not "
@@ -262,22 +262,23 @@ class PerCpuAllocator {
   // a lower bound. Errors (InvalidArgument): size 0 or above unit_size,
   // align not a power of two or above the page size. ResourceExhausted:
   // max_total_bytes reached or the memory source failed.
-  StatusOr<PerCpuPtr<void>> Allocate(size_t size, size_t align = 0);
+  [[nodiscard]] StatusOr<PerCpuPtr<void>> Allocate(size_t size,
+                                                   size_t align = 0);
 
   // Frees an allocation. A null pointer is a no-op. FailedPrecondition for
   // a pointer into this allocator's memory that is not a live allocation
   // (double free, or not the start of one); NotFound for a pointer this
   // allocator never handed out. Never crashes on a bad pointer.
   template <typename T>
-  Status Free(PerCpuPtr<T> p) {
+  [[nodiscard]] Status Free(PerCpuPtr<T> p) {
     return FreeAddress(p.base_address());
   }
-  Status FreeAddress(uintptr_t cpu0_address);
+  [[nodiscard]] Status FreeAddress(uintptr_t cpu0_address);
 
   PerCpuAllocatorStats stats() const;
   // Resident bytes of each possible CPU's units over all chunks, measured
   // with mincore(2) (Internal error if it fails). Index = CPU id.
-  StatusOr<std::vector<size_t>> ResidentBytesPerCpu() const;
+  [[nodiscard]] StatusOr<std::vector<size_t>> ResidentBytesPerCpu() const;
 
   size_t unit_size() const { return unit_size_; }
   int num_possible() const { return num_possible_; }

@@ -180,7 +180,7 @@ class PerCpuPacketsBytes {
  public:
   using Latch = internal::PairLatch;
 
-  static StatusOr<std::unique_ptr<PerCpuPacketsBytes>> Create(
+  [[nodiscard]] static StatusOr<std::unique_ptr<PerCpuPacketsBytes>> Create(
       Topology& topo, PerCpuAllocator& alloc, PerCpuStatsOptions options = {}) {
 #if !defined(PERCPU_MODEL_CHECK)
     (void)CurrentWriterMode();  // choose the mode outside signal handlers
@@ -235,7 +235,7 @@ class PerCpuPacketsBytes {
 
   // The fallback writer with an explicit CPU id (tests, simulations, model
   // tests). OutOfRange for a bad id; FailedPrecondition in rseq mode.
-  Status AddOnCpu(int cpu, uint64_t packets, uint64_t bytes) {
+  [[nodiscard]] Status AddOnCpu(int cpu, uint64_t packets, uint64_t bytes) {
     if (use_rseq_) {
       return FailedPreconditionError(
           "PerCpuPacketsBytes::AddOnCpu: the object uses the rseq writer");
@@ -276,7 +276,7 @@ class PerCpuPacketsBytes {
   }
 
   // One CPU's consistent pair. OutOfRange for a bad id.
-  StatusOr<PacketsBytes> OnCpu(int cpu) const {
+  [[nodiscard]] StatusOr<PacketsBytes> OnCpu(int cpu) const {
     Status valid = topo_.ValidateCpu(cpu);
     if (!valid.ok()) {
       return OutOfRangeError("PerCpuPacketsBytes::OnCpu: " + valid.message());
@@ -318,7 +318,7 @@ class PerCpuPacketsBytes {
     }
   }
 
-  Status FoldCallback(HotplugEvent event, int cpu) {
+  [[nodiscard]] Status FoldCallback(HotplugEvent event, int cpu) {
     if (static_cast<uint32_t>(cpu) >= n_) {
       return OutOfRangeError("PerCpuPacketsBytes::FoldCallback: cpu " +
                              std::to_string(cpu));

@@ -65,7 +65,7 @@ TEST_CASE("Topology: Simulated rejects bad shapes") {
   auto t = Topology::Simulated(4, 2, 3);
   CHECK(t.status().message() ==
         "Topology::Simulated: need 1 <= online <= present <= possible <= "
-        "4096, got possible=4 present=2 online=3");
+        "8192, got possible=4 present=2 online=3");
   CHECK(Topology::Simulated(kMaxCpus, kMaxCpus, 1).ok());
 }
 
