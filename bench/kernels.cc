@@ -66,11 +66,11 @@ thread_local uint64_t g_plain_tls = 0;
 StatusOr<std::unique_ptr<FoldFixture>> FoldFixture::Create(int possible,
                                                             int present) {
   std::unique_ptr<FoldFixture> f(new FoldFixture());
-  StatusOr<std::unique_ptr<Topology>> topo =
+  StatusOr<std::shared_ptr<Topology>> topo =
       Topology::Simulated(possible, present, present);
   if (!topo.ok()) return topo.status();
   f->topo_ = std::move(*topo);
-  StatusOr<std::unique_ptr<PerCpuAllocator>> alloc =
+  StatusOr<std::shared_ptr<PerCpuAllocator>> alloc =
       PerCpuAllocator::Create(f->topo_.get());
   if (!alloc.ok()) return alloc.status();
   f->alloc_ = std::move(*alloc);
@@ -180,7 +180,7 @@ const char* UpdateKindName(UpdateKind kind) {
 
 StatusOr<std::unique_ptr<UpdateTargets>> UpdateTargets::Create() {
   std::unique_ptr<UpdateTargets> t(new UpdateTargets());
-  StatusOr<std::unique_ptr<Topology>> topo = Topology::FromSysfs();
+  StatusOr<std::shared_ptr<Topology>> topo = Topology::FromSysfs();
   if (!topo.ok()) {
     const long conf = sysconf(_SC_NPROCESSORS_CONF);
     topo = Topology::Simulated(static_cast<int>(conf > 0 ? conf : 1),
@@ -218,7 +218,7 @@ StatusOr<std::unique_ptr<UpdateTargets>> UpdateTargets::Create() {
   t->fallback_slots_.reset(new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
   t->nodes_.reset(new NodeStats[static_cast<size_t>(t->num_nodes_)]);
 
-  StatusOr<std::unique_ptr<PerCpuAllocator>> alloc =
+  StatusOr<std::shared_ptr<PerCpuAllocator>> alloc =
       PerCpuAllocator::Create(t->topo_.get());
   if (!alloc.ok()) return alloc.status();
   t->alloc_ = std::move(*alloc);
@@ -492,11 +492,11 @@ StatusOr<std::unique_ptr<AllocFixture>> AllocFixture::Create(int cpus,
                                                               size_t size,
                                                               size_t align) {
   std::unique_ptr<AllocFixture> f(new AllocFixture());
-  StatusOr<std::unique_ptr<Topology>> topo =
+  StatusOr<std::shared_ptr<Topology>> topo =
       Topology::Simulated(cpus, cpus, cpus);
   if (!topo.ok()) return topo.status();
   f->topo_ = std::move(*topo);
-  StatusOr<std::unique_ptr<PerCpuAllocator>> alloc =
+  StatusOr<std::shared_ptr<PerCpuAllocator>> alloc =
       PerCpuAllocator::Create(f->topo_.get());
   if (!alloc.ok()) return alloc.status();
   f->alloc_ = std::move(*alloc);
@@ -572,10 +572,10 @@ long long StatmResidentBytes() {
 
 StatusOr<ResidentReport> MeasureResident(int possible, int present,
                                          size_t objects) {
-  StatusOr<std::unique_ptr<Topology>> topo =
+  StatusOr<std::shared_ptr<Topology>> topo =
       Topology::Simulated(possible, present, present);
   if (!topo.ok()) return topo.status();
-  StatusOr<std::unique_ptr<PerCpuAllocator>> alloc =
+  StatusOr<std::shared_ptr<PerCpuAllocator>> alloc =
       PerCpuAllocator::Create(topo->get());
   if (!alloc.ok()) return alloc.status();
   PerCpuAllocator& a = **alloc;

@@ -64,6 +64,7 @@ PerCpuAllocator::PerCpuAllocator(Topology* topology,
                                  const PerCpuAllocatorOptions& options,
                                  size_t page_size)
     : topology_(topology),
+      topology_ref_(topology->weak_from_this().lock()),
       unit_size_(options.unit_size),
       num_possible_(topology->num_possible()),
       chunk_bytes_(options.unit_size *
@@ -77,7 +78,7 @@ PerCpuAllocator::PerCpuAllocator(Topology* topology,
   stats_.num_possible = num_possible_;
 }
 
-StatusOr<std::unique_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
+StatusOr<std::shared_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
     Topology* topology, PerCpuAllocatorOptions options) {
   if (topology == nullptr) {
     return InvalidArgumentError("PerCpuAllocator::Create: null topology");
@@ -97,7 +98,7 @@ StatusOr<std::unique_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
         "PerCpuAllocator::Create: unit_size " + std::to_string(u) + " * " +
         std::to_string(n) + " possible CPUs overflows size_t");
   }
-  std::unique_ptr<PerCpuAllocator> a(
+  std::shared_ptr<PerCpuAllocator> a(
       new PerCpuAllocator(topology, options, page_size));
   PerCpuAllocator* raw = a.get();
   StatusOr<uint64_t> id = topology->RegisterHotplugCallbacks(

@@ -42,9 +42,13 @@
 //   * Writes to the copy of a CPU that is not present are a contract
 //     violation (the memory is released when the CPU goes absent, and
 //     zeroed when it comes back).
-//   * The Topology passed to Create must outlive the allocator. Hotplug
-//     callbacks (registered at Create) take the allocator's mutex; lock
-//     order is hotplug mutex -> allocator mutex.
+//   * Ownership: Create returns a std::shared_ptr. The allocator keeps a
+//     reference to its Topology, and every counter keeps one to the
+//     allocator and the Topology it was created on, so any declaration or
+//     destruction order is safe: the chunks are unmapped when the last
+//     owner (the caller's pointer or a counter) lets go. Hotplug callbacks
+//     (registered at Create) take the allocator's mutex; lock order is
+//     hotplug mutex -> allocator mutex.
 #ifndef PERCPU_PRIMITIVES_PERCPU_ALLOC_H_
 #define PERCPU_PRIMITIVES_PERCPU_ALLOC_H_
 
@@ -213,11 +217,12 @@ struct PerCpuAllocatorStats {
   uint64_t frees = 0;        // successful Free calls so far
 };
 
-class PerCpuAllocator {
+class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
  public:
-  // Registers hotplug callbacks on *topology (which must outlive the
-  // allocator). InvalidArgument for bad options.
-  [[nodiscard]] static StatusOr<std::unique_ptr<PerCpuAllocator>> Create(
+  // Registers hotplug callbacks on *topology, which the allocator keeps
+  // alive (shared ownership). InvalidArgument for bad options or a null
+  // topology.
+  [[nodiscard]] static StatusOr<std::shared_ptr<PerCpuAllocator>> Create(
       Topology* topology, PerCpuAllocatorOptions options = {});
   ~PerCpuAllocator();
   PerCpuAllocator(const PerCpuAllocator&) = delete;
@@ -319,6 +324,8 @@ class PerCpuAllocator {
   PerCpuPtr<void> MakePtr(const Slot& s) const;
 
   Topology* const topology_;
+  // Shared ownership of *topology_ (see the contract).
+  const std::shared_ptr<Topology> topology_ref_;
   const size_t unit_size_;
   const int num_possible_;
   const size_t chunk_bytes_;
@@ -335,6 +342,23 @@ class PerCpuAllocator {
   PerCpuAllocatorStats stats_;                      // guarded by mu_
 };
 
+namespace internal {
+
+// Shared ownership of the Topology and PerCpuAllocator a per-CPU object
+// was created on: the object keeps them alive until it is destroyed, so
+// declaring it before (destroying it after) the caller's pointers is safe.
+// Both are always owned by a shared_ptr (their factories are the only way
+// to make one); an object not owned that way (impossible through the public
+// API) is simply not kept.
+struct PerCpuOwners {
+  PerCpuOwners(Topology& t, PerCpuAllocator& a)
+      : topology(t.weak_from_this().lock()),
+        allocator(a.weak_from_this().lock()) {}
+  std::shared_ptr<Topology> topology;
+  std::shared_ptr<PerCpuAllocator> allocator;
+};
+
+}  // namespace internal
 }  // namespace percpu
 
 #endif  // PERCPU_PRIMITIVES_PERCPU_ALLOC_H_

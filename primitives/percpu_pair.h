@@ -52,7 +52,8 @@
 //     the same thread would spin on the slot lock forever) -- and in rseq
 //     mode the overflow path (CPU id out of range) takes a lock too.
 //   * Readers anywhere except inside a hotplug callback of the same topology.
-//   * Topology and allocator outlive the object; debug builds report use
+//   * The object keeps its topology and allocator alive (shared
+//     ownership: any declaration order is safe); debug builds report use
 //     after destruction via contract.h.
 //   * Known fallback limit as in percpu_stats.h: a writer delayed across
 //     both Offline and SetAbsent of its CPU may lose that update.
@@ -343,6 +344,9 @@ class PerCpuPacketsBytes {
 
   Topology& topo_;
   PerCpuAllocator& alloc_;
+  // Keeps topo_ and alloc_ alive (shared ownership) until after the
+  // destructor body: any declaration order of counter and owners is safe.
+  const internal::PerCpuOwners owners_{topo_, alloc_};
   PerCpuPtr<Latch> slots_;
   const uint32_t n_;
   const bool use_rseq_;

@@ -61,7 +61,8 @@
 //     of its CPU writes into released memory and may lose that one update
 //     (detecting in-flight writers would need a grace period on the hot
 //     path). Offline/online races lose nothing.
-//   * The topology and allocator outlive the object; no access during or
+//   * The object keeps its topology and allocator alive (shared
+//     ownership: any declaration order is safe); no access during or
 //     after destruction (debug builds catch a late Add/Read through a
 //     poisoned magic word, reported via contract.h).
 #ifndef PERCPU_PRIMITIVES_PERCPU_STATS_H_
@@ -394,6 +395,9 @@ class PerCpuU64Mib {
 
   Topology& topo_;
   PerCpuAllocator& alloc_;
+  // Keeps topo_ and alloc_ alive (shared ownership) until after the
+  // destructor body: any declaration order of counter and owners is safe.
+  const internal::PerCpuOwners owners_{topo_, alloc_};
   PerCpuPtr<Word> slots_;
   const uint32_t n_;
   const bool use_rseq_;

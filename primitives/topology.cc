@@ -107,16 +107,16 @@ Topology::Topology(std::string dir, const CpuMask& possible,
 
 Topology::~Topology() = default;
 
-StatusOr<std::unique_ptr<Topology>> Topology::FromSysfs(
+StatusOr<std::shared_ptr<Topology>> Topology::FromSysfs(
     const std::string& dir) {
   SysfsMasks m;
   Status s = ReadSysfs("Topology::FromSysfs", dir, &m);
   if (!s.ok()) return s;
-  return std::unique_ptr<Topology>(
+  return std::shared_ptr<Topology>(
       new Topology(dir, m.possible, m.present, m.online));
 }
 
-StatusOr<std::unique_ptr<Topology>> Topology::Simulated(int possible,
+StatusOr<std::shared_ptr<Topology>> Topology::Simulated(int possible,
                                                         int present,
                                                         int online) {
   if (!(1 <= online && online <= present && present <= possible &&
@@ -127,7 +127,7 @@ StatusOr<std::unique_ptr<Topology>> Topology::Simulated(int possible,
         std::to_string(possible) + " present=" + std::to_string(present) +
         " online=" + std::to_string(online));
   }
-  return std::unique_ptr<Topology>(
+  return std::shared_ptr<Topology>(
       new Topology("", CpuMask::FirstN(possible), CpuMask::FirstN(present),
                    CpuMask::FirstN(online)));
 }

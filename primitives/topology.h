@@ -40,6 +40,11 @@
 //   be vetoed: they always complete, failures are only reported. Fold
 //   callback failures never stop an event.
 //
+// Ownership: FromSysfs/Simulated return a std::shared_ptr. Every object
+// built on a Topology (a PerCpuAllocator, a counter) keeps a reference to
+// it, so the Topology lives until the last of them is gone, whatever order
+// they are declared or destroyed in.
+//
 // Rules: Offline() of the last online CPU and SetAbsent() of an online CPU
 // are refused (FailedPrecondition); Online() requires present
 // (FailedPrecondition); a request for the state a CPU is already in is a
@@ -92,7 +97,7 @@ enum class HotplugEvent {
 // "kPresent", "kOnline", "kOffline", "kAbsent".
 const char* HotplugEventName(HotplugEvent event);
 
-class Topology {
+class Topology : public std::enable_shared_from_this<Topology> {
  public:
   using HotplugCallback = std::function<Status(HotplugEvent, int cpu)>;
 
@@ -100,12 +105,12 @@ class Topology {
   // for a missing/unreadable file, InvalidArgument for malformed text
   // (message names the file), FailedPrecondition if the masks violate the
   // invariant above (e.g. online not within present, or possible empty).
-  [[nodiscard]] static StatusOr<std::unique_ptr<Topology>> FromSysfs(
+  [[nodiscard]] static StatusOr<std::shared_ptr<Topology>> FromSysfs(
       const std::string& dir = "/sys/devices/system/cpu");
   // possible = {0..possible-1}, present = {0..present-1},
   // online = {0..online-1}. InvalidArgument unless
   // 1 <= online <= present <= possible <= kMaxCpus.
-  [[nodiscard]] static StatusOr<std::unique_ptr<Topology>> Simulated(
+  [[nodiscard]] static StatusOr<std::shared_ptr<Topology>> Simulated(
       int possible, int present, int online);
 
   Topology(const Topology&) = delete;

@@ -17,7 +17,7 @@
 namespace percpu {
 namespace {
 
-std::unique_ptr<Topology> MustSim(int possible, int present, int online) {
+std::shared_ptr<Topology> MustSim(int possible, int present, int online) {
   auto t = Topology::Simulated(possible, present, online);
   REQUIRE_MESSAGE(t.ok(), t.status().ToString());
   return std::move(t).value();
