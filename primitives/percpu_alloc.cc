@@ -111,9 +111,13 @@ StatusOr<std::shared_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
 
 PerCpuAllocator::~PerCpuAllocator() {
   if (callback_id_ != 0) {
+    // (void): a destructor cannot report; the only failure (called from a
+    // hotplug callback of the same topology) is a documented misuse.
     (void)topology_->UnregisterHotplugCallbacks(callback_id_);
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // (void): a destructor cannot report; a failed munmap leaks address
+  // space only.
   for (Chunk& c : chunks_) (void)memory_->Unmap(c.base, chunk_bytes_);
   chunks_.clear();
 }

@@ -138,6 +138,7 @@ CpuMask Topology::SnapshotWords(const internal::Atomic<uint64_t>* words) const {
   CpuMask mask;
   const auto collect = [&] {
     mask = CpuMask();
+    // (void): cpu < num_possible_ <= kMaxCpus, so Set cannot fail.
     ForEachInWords(words, [&](int cpu) { (void)mask.Set(cpu); });
   };
   if (InCallbackOfThis()) {
@@ -328,6 +329,7 @@ Status Topology::Rescan() {
                                    m.possible.ToString());
   }
   CpuMask cur_present, cur_online;
+  // (void): ids come from our own mask words (< kMaxCpus); Set cannot fail.
   ForEachPresent([&](int cpu) { (void)cur_present.Set(cpu); });
   ForEachOnline([&](int cpu) { (void)cur_online.Set(cpu); });
 
