@@ -22,13 +22,6 @@
 #include "doctest/doctest.h"
 #include "primitives/per_thread.h"
 
-#if defined(PERCPU_TSAN)
-// The child starts a thread after a multi-threaded fork, which TSan refuses
-// by default; our child handler leaves the registry usable, and the child
-// only uses it.
-extern "C" const char* __tsan_default_options() { return "die_after_fork=0"; }
-#endif
-
 namespace percpu {
 namespace {
 
