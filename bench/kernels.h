@@ -82,8 +82,8 @@ class FoldFixture {
   FoldFixture() = default;
   // Destroyed in reverse order: the MIB, then the allocator, then the
   // topology they reference.
-  std::unique_ptr<Topology> topo_;
-  std::unique_ptr<PerCpuAllocator> alloc_;
+  std::shared_ptr<Topology> topo_;
+  std::shared_ptr<PerCpuAllocator> alloc_;
   std::unique_ptr<PerCpuMib<kMibItems>> mib_;
   int possible_ = 0;
   int present_ = 0;
@@ -187,8 +187,8 @@ class UpdateTargets {
   MutexCounter mutex_;
   std::unique_ptr<NodeStats[]> nodes_;
   // The per-CPU pair lives in PerCpuAllocator memory (2 u64 per CPU).
-  std::unique_ptr<Topology> topo_;
-  std::unique_ptr<PerCpuAllocator> alloc_;
+  std::shared_ptr<Topology> topo_;
+  std::shared_ptr<PerCpuAllocator> alloc_;
   PerCpuPtr<internal::Atomic<uint64_t>> pair_;
   CpuSlots packets_;
   CpuSlots bytes_;
@@ -260,8 +260,8 @@ class AllocFixture {
 
  private:
   AllocFixture() = default;
-  std::unique_ptr<Topology> topo_;
-  std::unique_ptr<PerCpuAllocator> alloc_;
+  std::shared_ptr<Topology> topo_;
+  std::shared_ptr<PerCpuAllocator> alloc_;
   std::vector<PerCpuPtr<void>> objs_;
   int cpus_ = 0;
   size_t size_ = 0;

@@ -42,3 +42,29 @@ i686_binary = rule(
     },
     executable = True,
 )
+
+# PERCPU_FORCE_SEQCOUNT changes U64Stat's layout and writer protocol, so it
+# is a whole-build setting (primitives/internal/abi.h refuses to link a
+# translation unit built with it against a library built without it): this
+# rule builds the binary AND every library it links with the flag.
+def _seqcount_transition_impl(settings, attr):
+    return {
+        "//command_line_option:copt": settings["//command_line_option:copt"] + ["-DPERCPU_FORCE_SEQCOUNT"],
+    }
+
+_seqcount_transition = transition(
+    implementation = _seqcount_transition_impl,
+    inputs = ["//command_line_option:copt"],
+    outputs = ["//command_line_option:copt"],
+)
+
+seqcount_binary = rule(
+    implementation = _i686_binary_impl,
+    attrs = {
+        "binary": attr.label(cfg = _seqcount_transition, mandatory = True),
+        "_allowlist_function_transition": attr.label(
+            default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
+        ),
+    },
+    executable = True,
+)

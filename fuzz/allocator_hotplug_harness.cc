@@ -389,9 +389,9 @@ class Harness {
   size_t chunk_bytes_ = 0;
   size_t max_total_ = 0;
 
-  std::unique_ptr<Topology> topo_;
+  std::shared_ptr<Topology> topo_;
   std::unique_ptr<FaultSource> src_;
-  std::unique_ptr<PerCpuAllocator> alloc_;
+  std::shared_ptr<PerCpuAllocator> alloc_;
   std::unique_ptr<Mib> mib_;
   std::unique_ptr<U64Mib> u64_;
 
@@ -1278,7 +1278,7 @@ void Harness::Setup() {
                  StatusCode::kInvalidArgument,
              "Topology::Simulated accepted an invalid shape");
 
-  StatusOr<std::unique_ptr<Topology>> t =
+  StatusOr<std::shared_ptr<Topology>> t =
       Topology::Simulated(possible_, present, online);
   FUZZ_CHECK(t.ok(), "Topology::Simulated: " + t.status().ToString());
   topo_ = std::move(*t);
@@ -1320,7 +1320,7 @@ void Harness::Setup() {
   opts.unit_size = unit_;
   opts.max_total_bytes = max_total_;
   opts.memory = src_.get();
-  StatusOr<std::unique_ptr<PerCpuAllocator>> a =
+  StatusOr<std::shared_ptr<PerCpuAllocator>> a =
       PerCpuAllocator::Create(topo_.get(), opts);
   FUZZ_CHECK(a.ok(), "PerCpuAllocator::Create: " + a.status().ToString());
   alloc_ = std::move(*a);

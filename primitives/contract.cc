@@ -4,6 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+// The one definition of this build configuration's ABI tag (see
+// internal/abi.h): translation units built with another configuration
+// reference a different name and fail to link.
+extern "C" const char PERCPU_ABI_TAG = 1;
+
 namespace percpu {
 namespace {
 

@@ -9,8 +9,15 @@
 //
 // The default handler prints the message to stderr and aborts. Tests, and
 // programs that prefer to log and continue, install their own.
+//
+// PERCPU_CONTRACT_CHECKS changes no type's layout: translation units built
+// with and without it (debug main, release library) may be linked together.
+// The configuration macros that do change layouts or writer protocols are
+// guarded at link time by internal/abi.h.
 #ifndef PERCPU_PRIMITIVES_CONTRACT_H_
 #define PERCPU_PRIMITIVES_CONTRACT_H_
+
+#include "primitives/internal/abi.h"
 
 #if !defined(PERCPU_CONTRACT_CHECKS)
 #if defined(NDEBUG)

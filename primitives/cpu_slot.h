@@ -82,8 +82,8 @@ class CpuSlots {
   // Validates the layout: base non-null and aligned for u64 atomics, stride
   // a multiple of that alignment and >= 8, num_cpus in [1, 65536], and
   // base + num_cpus * stride not overflowing.
-  static StatusOr<CpuSlots> Create(internal::Atomic<uint64_t>* base,
-                                   size_t stride_bytes, int num_cpus);
+  [[nodiscard]] static StatusOr<CpuSlots> Create(
+      internal::Atomic<uint64_t>* base, size_t stride_bytes, int num_cpus);
 
   CpuSlots() = default;
 
@@ -96,7 +96,7 @@ class CpuSlots {
   }
 
   // Checked: OK, or OutOfRange naming the CPU id when nothing was added.
-  Status AddThisCpu(uint64_t delta) const {
+  [[nodiscard]] Status AddThisCpu(uint64_t delta) const {
     const uint32_t cpu = internal::AddThisCpuU64(base_, stride_, n_, delta);
     if (__builtin_expect(cpu < n_, 1)) return Status();
     return OutOfRangeError(
@@ -118,7 +118,7 @@ class CpuSlots {
   }
 
   // Checked slot lookup.
-  StatusOr<internal::Atomic<uint64_t>*> At(int cpu) const;
+  [[nodiscard]] StatusOr<internal::Atomic<uint64_t>*> At(int cpu) const;
 
   // Relaxed sum of all slots (not a snapshot).
   uint64_t Sum() const;
@@ -137,7 +137,8 @@ class CpuSlotCounter {
  public:
   // num_cpus: the number of possible CPUs (Topology::num_possible()), in
   // [1, 65536].
-  static StatusOr<std::unique_ptr<CpuSlotCounter>> Create(int num_cpus);
+  [[nodiscard]] static StatusOr<std::unique_ptr<CpuSlotCounter>> Create(
+      int num_cpus);
 
   CpuSlotCounter(const CpuSlotCounter&) = delete;
   CpuSlotCounter& operator=(const CpuSlotCounter&) = delete;
@@ -159,7 +160,7 @@ class CpuSlotCounter {
   // once writers are quiescent).
   uint64_t Sum() const;
   // CPU `cpu`'s slot; OutOfRange unless 0 <= cpu < num_cpus().
-  StatusOr<uint64_t> OnCpu(int cpu) const;
+  [[nodiscard]] StatusOr<uint64_t> OnCpu(int cpu) const;
   // Adds that found no valid CPU id.
   uint64_t overflow() const;
   int num_cpus() const { return static_cast<int>(n_); }

@@ -153,9 +153,9 @@ bool CpuMask::Empty() const {
 int CpuMask::First() const { return Next(-1); }
 
 int CpuMask::Next(int cpu) const {
-  if (cpu < -1) cpu = -1;
-  const int start = cpu + 1;
-  if (start >= kMaxCpus) return -1;
+  // Compared before adding 1: cpu + 1 would overflow for INT_MAX.
+  if (cpu >= kMaxCpus - 1) return -1;
+  const int start = cpu < 0 ? 0 : cpu + 1;
   int w = start / kWordBits;
   uint64_t bits = words_[w] & (~uint64_t{0} << (start % kWordBits));
   for (;;) {

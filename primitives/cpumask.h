@@ -9,9 +9,12 @@
 // atomic words and hands out CpuMask snapshots.
 //
 // Usage constraints:
-//   * Ids outside [0, kMaxCpus) are rejected: Set()/Clear() return
-//     OutOfRange, Test() returns false, Parse() returns InvalidArgument
-//     naming the text and the position of the offending id.
+//   * Every int is a valid argument (INT_MIN, -1, INT_MAX included); none
+//     overflows or reads outside the mask. Ids outside [0, kMaxCpus) are
+//     rejected: Set()/Clear() return OutOfRange, Test() returns false,
+//     Next(cpu) returns -1 for cpu >= kMaxCpus - 1 and First() for cpu < 0,
+//     Parse() returns InvalidArgument naming the text and the position of the
+//     offending id.
 //   * Parse() accepts exactly the kernel's output grammar:
 //       list  := "" | range ("," range)*      (optionally one trailing "\n")
 //       range := id | id "-" id               (first id <= second id)
@@ -29,8 +32,10 @@
 
 namespace percpu {
 
-// Largest number of CPU ids a mask can hold (a common distro NR_CPUS).
-inline constexpr int kMaxCpus = 4096;
+// Largest number of CPU ids a mask can hold: the kernel's largest NR_CPUS
+// (CONFIG_MAXSMP on x86_64 sets NR_CPUS=8192), so every possible mask a
+// kernel can report fits. A CpuMask is kMaxCpus / 8 = 1 KiB.
+inline constexpr int kMaxCpus = 8192;
 
 class CpuMask {
  public:
@@ -40,13 +45,13 @@ class CpuMask {
   CpuMask() = default;  // empty
 
   // Parses a sysfs range list. "" and "\n" give the empty mask.
-  static StatusOr<CpuMask> Parse(std::string_view text);
+  [[nodiscard]] static StatusOr<CpuMask> Parse(std::string_view text);
   // {0, 1, ..., n-1}; n is clamped to [0, kMaxCpus].
   static CpuMask FirstN(int n);
 
   // OutOfRange error unless 0 <= cpu < kMaxCpus.
-  Status Set(int cpu);
-  Status Clear(int cpu);
+  [[nodiscard]] Status Set(int cpu);
+  [[nodiscard]] Status Clear(int cpu);
   // False for ids out of range.
   bool Test(int cpu) const;
 
@@ -54,7 +59,8 @@ class CpuMask {
   bool Empty() const;
   // Lowest set id, or -1 if empty.
   int First() const;
-  // Lowest set id greater than `cpu`, or -1. Next(-1) == First().
+  // Lowest set id greater than `cpu`, or -1. Next(cpu) == First() for
+  // every cpu < 0; -1 for every cpu >= kMaxCpus - 1 (INT_MAX included).
   int Next(int cpu) const;
   // Highest set id, or -1 if empty.
   int Last() const;
@@ -87,8 +93,9 @@ class CpuMask {
   // True if every id of *this is in `other`.
   bool IsSubsetOf(const CpuMask& other) const;
 
-  // Raw word access (word w holds ids [64w, 64w+63], bit i = id 64w+i).
-  uint64_t word(int w) const { return words_[w]; }
+  // Raw word access (word w holds ids [64w, 64w+63], bit i = id 64w+i);
+  // 0 for w outside [0, kWords).
+  uint64_t word(int w) const { return w >= 0 && w < kWords ? words_[w] : 0; }
 
  private:
   uint64_t words_[kWords] = {};

@@ -1,5 +1,6 @@
 #include "primitives/cpumask.h"
 
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,10 @@ TEST_CASE("CpuMask: range lists as sysfs prints them") {
   CHECK(MustParse("0").ToString() == "0");
   CHECK(MustParse("5-5").ToString() == "5");
   CHECK(MustParse("0-191").Count() == 192);
-  CHECK(MustParse("0-4095").Count() == kMaxCpus);
+  CHECK(MustParse("0-8191").Count() == kMaxCpus);
+  // The kernel's MAXSMP NR_CPUS: every id a kernel can report fits.
+  CHECK(kMaxCpus >= 8192);
+  CHECK(MustParse("4096-8191").Count() == 4096);
   CHECK(MustParse("4095").Last() == 4095);
   CHECK(MustParse("0-4095\n").ToString() == "0-4095");
   // Non-canonical input is accepted and printed canonically.
@@ -89,12 +93,12 @@ TEST_CASE("CpuMask: malformed text gets an error naming text and position") {
              "position 2 of \"0-\""},
       {"0-\n", "CpuMask::Parse: expected a CPU id, found end of text at "
                "position 2 of \"0-\\n\""},
-      {"4096", "CpuMask::Parse: CPU id 4096 is not below kMaxCpus (4096) at "
-               "position 0 of \"4096\""},
-      {"0-4096", "CpuMask::Parse: CPU id 4096 is not below kMaxCpus (4096) "
-                 "at position 2 of \"0-4096\""},
+      {"8192", "CpuMask::Parse: CPU id 8192 is not below kMaxCpus (8192) at "
+               "position 0 of \"8192\""},
+      {"0-8192", "CpuMask::Parse: CPU id 8192 is not below kMaxCpus (8192) "
+                 "at position 2 of \"0-8192\""},
       {"99999999999", "CpuMask::Parse: CPU id 99999999999 is not below "
-                      "kMaxCpus (4096) at position 0 of \"99999999999\""},
+                      "kMaxCpus (8192) at position 0 of \"99999999999\""},
       {"1,", "CpuMask::Parse: expected a CPU id, found end of text at "
              "position 2 of \"1,\""},
       {",1", "CpuMask::Parse: expected a CPU id, found ',' at position 0 of "
@@ -137,13 +141,13 @@ TEST_CASE("CpuMask: Set/Clear/Test bounds") {
   CHECK(m.Set(kMaxCpus - 1).ok());
   Status s = m.Set(kMaxCpus);
   CHECK(s.code() == StatusCode::kOutOfRange);
-  CHECK(s.message() == "CpuMask::Set: CPU id 4096 is not in [0, 4096)");
+  CHECK(s.message() == "CpuMask::Set: CPU id 8192 is not in [0, 8192)");
   s = m.Set(-1);
   CHECK(s.code() == StatusCode::kOutOfRange);
-  CHECK(s.message() == "CpuMask::Set: CPU id -1 is not in [0, 4096)");
+  CHECK(s.message() == "CpuMask::Set: CPU id -1 is not in [0, 8192)");
   s = m.Clear(-5);
   CHECK(s.code() == StatusCode::kOutOfRange);
-  CHECK(s.message() == "CpuMask::Clear: CPU id -5 is not in [0, 4096)");
+  CHECK(s.message() == "CpuMask::Clear: CPU id -5 is not in [0, 8192)");
   CHECK_FALSE(m.Test(-1));
   CHECK_FALSE(m.Test(kMaxCpus));
   CHECK(m.Test(0));
@@ -167,7 +171,7 @@ TEST_CASE("CpuMask: First/Next/Last and FirstN") {
   CHECK(m.Next(5000) == -1);
   CHECK(m.Last() == 4095);
 
-  for (int n : {0, 1, 63, 64, 65, 128, 192, 4095, 4096}) {
+  for (int n : {0, 1, 63, 64, 65, 128, 192, 4095, 4096, 8191, 8192}) {
     CAPTURE(n);
     CpuMask f = CpuMask::FirstN(n);
     CHECK(f.Count() == n);
@@ -177,6 +181,43 @@ TEST_CASE("CpuMask: First/Next/Last and FirstN") {
   }
   CHECK(CpuMask::FirstN(-3).Empty());
   CHECK(CpuMask::FirstN(100000).Count() == kMaxCpus);
+}
+
+// Every int is a valid argument: no overflow (UBSan would stop the test),
+// no read outside the words (ASan), and the documented answer.
+TEST_CASE("CpuMask: integer extremes never overflow or read out of bounds") {
+  const int kExtremes[] = {INT_MIN, INT_MIN + 1, -2, -1, 0, 1,
+                           kMaxCpus - 2, kMaxCpus - 1, kMaxCpus,
+                           kMaxCpus + 1, INT_MAX - 1, INT_MAX};
+  CpuMask full = CpuMask::FirstN(kMaxCpus);
+  CpuMask some = MustParse("3,4095,8191");
+  for (const int cpu : kExtremes) {
+    CAPTURE(cpu);
+    const bool in_range = cpu >= 0 && cpu < kMaxCpus;
+    CHECK(CpuMask().Next(cpu) == -1);
+    CHECK(full.Test(cpu) == in_range);
+    if (cpu < 0) {
+      CHECK(full.Next(cpu) == 0);
+      CHECK(some.Next(cpu) == 3);
+    } else if (cpu >= kMaxCpus - 1) {
+      CHECK(full.Next(cpu) == -1);
+      CHECK(some.Next(cpu) == -1);
+    } else {
+      CHECK(full.Next(cpu) == cpu + 1);
+    }
+    CpuMask m;
+    CHECK(m.Set(cpu).ok() == in_range);
+    CHECK(m.Clear(cpu).ok() == in_range);
+    CHECK(m.Empty());
+    CHECK(full.word(cpu) == (cpu >= 0 && cpu < CpuMask::kWords ? ~uint64_t{0}
+                                                               : 0));
+  }
+  CHECK(some.Next(3) == 4095);
+  CHECK(some.Next(4095) == 8191);
+  CHECK(some.Next(8190) == 8191);
+  CHECK(CpuMask::FirstN(INT_MIN).Empty());
+  CHECK(CpuMask::FirstN(INT_MAX).Count() == kMaxCpus);
+  CHECK(CpuMask::FirstN(INT_MAX) == full);
 }
 
 TEST_CASE("CpuMask: set operations") {

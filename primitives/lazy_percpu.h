@@ -120,7 +120,7 @@ template <typename Recipe = internal::LazyFlowStatsRecipe>
 class BasicLazyFlowStats {
  public:
   // Creates the stats of one flow for CPUs 0..num_possible-1 and allocates
-  // slot 0. Fails with InvalidArgument for num_possible outside [1, 4096],
+  // slot 0. Fails with InvalidArgument for num_possible outside [1, 8192],
   // ResourceExhausted if slot 0 cannot be allocated.
   static StatusOr<std::unique_ptr<BasicLazyFlowStats>> Create(
       int num_possible,
@@ -128,7 +128,8 @@ class BasicLazyFlowStats {
     if (num_possible < 1 || num_possible > kMaxPossible) {
       return InvalidArgumentError("LazyFlowStats::Create: num_possible " +
                                   std::to_string(num_possible) +
-                                  " is not in [1, 4096]");
+                                  " is not in [1, " +
+                                  std::to_string(kMaxPossible) + "]");
     }
     if (allocator.allocate == nullptr || allocator.free == nullptr) {
       return InvalidArgumentError(
@@ -281,7 +282,8 @@ class BasicLazyFlowStats {
   }
 
  private:
-  static constexpr int kMaxPossible = 4096;
+  // The kernel's largest NR_CPUS (MAXSMP), as kMaxCpus (cpumask.h).
+  static constexpr int kMaxPossible = 8192;
   static int Words(int n) { return (n + 63) / 64; }
 
   BasicLazyFlowStats(int num_possible, LazySlotAllocator allocator)

@@ -46,7 +46,7 @@ TEST_CASE("Create validates its arguments") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
   CHECK(bad.status().message().find("num_possible 0") != std::string::npos);
-  CHECK(LazyFlowStats::Create(4097).status().code() ==
+  CHECK(LazyFlowStats::Create(8193).status().code() ==
         StatusCode::kInvalidArgument);
   LazySlotAllocator null_alloc;
   CHECK(LazyFlowStats::Create(4, null_alloc).status().code() ==

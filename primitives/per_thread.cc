@@ -34,15 +34,48 @@ struct Registry {
   // If pthread_key_create failed, exit folds never run: slots stay owned
   // (and summed) until the counter dies -- exact, only without reuse.
   bool key_ok = false;
+  // Every live thread's state (guarded by mu), so that a fork() child can
+  // retire the states of the threads it did not inherit.
+  std::vector<internal::PerThreadState*> states;
 };
 
-Registry& GetRegistry() {
+Registry& GetRegistryNoFork();
+
+// fork() safety (pthread_atfork). Without it, a fork while another thread
+// holds mu leaves mu locked forever in the child (which has only the
+// forking thread), so its first AddSlow, thread exit or counter
+// construction deadlocks.
+//   prepare: take mu, so no other thread is inside a registry operation
+//            (in particular no exit fold is in a write section) at the fork;
+//   parent:  release it;
+//   child:   release it, then retire every thread state but the forking
+//            thread's: those threads do not exist in the child, so, exactly
+//            as their exit hooks would have, their slots are folded into
+//            the counters' accumulators (counts kept, slots reusable) and
+//            the states freed. The forking thread's state is kept.
+// The child handler allocates and frees (vector growth, delete); glibc
+// makes malloc usable in atfork child handlers.
+void AtForkPrepare() { GetRegistryNoFork().mu.lock(); }
+void AtForkParent() { GetRegistryNoFork().mu.unlock(); }
+void AtForkChild();
+
+Registry& GetRegistryNoFork() {
   static Registry* const r = [] {
     Registry* reg = new Registry;
     reg->key_ok = pthread_key_create(&reg->key, &ThreadExit) == 0;
     return reg;
   }();
   return *r;
+}
+
+Registry& GetRegistry() {
+  // Registered once, after the registry exists (handlers run in reverse
+  // registration order for prepare; nothing else here depends on that).
+  static const bool atfork_ok =
+      (GetRegistryNoFork(),
+       pthread_atfork(&AtForkPrepare, &AtForkParent, &AtForkChild) == 0);
+  (void)atfork_ok;  // if it failed, fork safety is lost, nothing else
+  return GetRegistryNoFork();
 }
 
 }  // namespace
@@ -89,6 +122,40 @@ struct PerThreadCounterAccess {
 
 namespace {
 
+// Folds and releases every slot of `st` whose counter is still alive and
+// forgets `st`. Precondition: r.mu held; no thread writes st's slots any
+// more (it is the caller's own, or its thread is gone).
+void RetireStateLocked(Registry& r, internal::PerThreadState* st) {
+  for (uint32_t id = 0; id < st->capacity; ++id) {
+    const internal::PerThreadEntry& e = st->entries[id];
+    if (e.slot == nullptr) continue;
+    // A counter destroyed since (or an id reused by a newer counter) has
+    // a different serial: its memory is gone, do not touch e.slot.
+    if (id < r.records.size() && r.records[id].serial == e.serial) {
+      PerThreadCounterAccess::FoldAndRelease(r.records[id].counter, e.slot);
+    }
+  }
+  auto it = std::find(r.states.begin(), r.states.end(), st);
+  if (it != r.states.end()) {
+    *it = r.states.back();
+    r.states.pop_back();
+  }
+}
+
+void AtForkChild() {
+  Registry& r = GetRegistryNoFork();
+  internal::PerThreadState* const self = internal::TlsPerThreadState();
+  std::vector<internal::PerThreadState*> others;
+  for (internal::PerThreadState* st : r.states) {
+    if (st != self) others.push_back(st);
+  }
+  for (internal::PerThreadState* st : others) {
+    RetireStateLocked(r, st);
+    delete st;
+  }
+  r.mu.unlock();
+}
+
 // The pthread-key destructor: runs on the exiting thread after its C++
 // thread_local destructors. The thread is still the only writer of its
 // slots, so it folds them itself.
@@ -98,15 +165,7 @@ void ThreadExit(void* p) {
   Registry& r = GetRegistry();
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    for (uint32_t id = 0; id < st->capacity; ++id) {
-      const internal::PerThreadEntry& e = st->entries[id];
-      if (e.slot == nullptr) continue;
-      // A counter destroyed since (or an id reused by a newer counter) has
-      // a different serial: its memory is gone, do not touch e.slot.
-      if (id < r.records.size() && r.records[id].serial == e.serial) {
-        PerThreadCounterAccess::FoldAndRelease(r.records[id].counter, e.slot);
-      }
-    }
+    RetireStateLocked(r, st);
   }
   if (internal::TlsPerThreadState() == st) {
     internal::TlsPerThreadState() = nullptr;
@@ -160,6 +219,7 @@ void PerThreadCounter::AddSlow(uint64_t delta) {
       st = new internal::PerThreadState;
       internal::TlsPerThreadState() = st;
       if (r.key_ok) pthread_setspecific(r.key, st);
+      r.states.push_back(st);  // for a fork() child's reset
     }
     if (id_ >= st->capacity) {
       const size_t n = std::max<size_t>(

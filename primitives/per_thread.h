@@ -53,6 +53,10 @@
 //     Add() after the thread's pthread-key destructors ran re-registers the
 //     thread (glibc runs key destructors again, up to
 //     PTHREAD_DESTRUCTOR_ITERATIONS rounds).
+//   * fork() is safe at any time (pthread_atfork handlers in per_thread.cc):
+//     the child can construct counters, add and exit threads; the slots of
+//     the parent's other threads, which do not exist in the child, are
+//     folded into the accumulators in the child (their counts are kept).
 //   * The main thread never exits through pthread_exit in most programs;
 //     its slot stays registered until the counter is destroyed (its value is
 //     still summed).

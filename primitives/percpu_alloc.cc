@@ -65,6 +65,7 @@ PerCpuAllocator::PerCpuAllocator(Topology* topology,
                                  const PerCpuAllocatorOptions& options,
                                  size_t page_size)
     : topology_(topology),
+      topology_ref_(topology->weak_from_this().lock()),
       unit_size_(options.unit_size),
       unit_shift_(__builtin_ctzll(options.unit_size)),
       num_possible_(topology->num_possible()),
@@ -80,7 +81,7 @@ PerCpuAllocator::PerCpuAllocator(Topology* topology,
   for (uint32_t& head : partial_) head = kNoSlab;
 }
 
-StatusOr<std::unique_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
+StatusOr<std::shared_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
     Topology* topology, PerCpuAllocatorOptions options) {
   if (topology == nullptr) {
     return InvalidArgumentError("PerCpuAllocator::Create: null topology");
@@ -100,7 +101,7 @@ StatusOr<std::unique_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
         "PerCpuAllocator::Create: unit_size " + std::to_string(u) + " * " +
         std::to_string(n) + " possible CPUs overflows size_t");
   }
-  std::unique_ptr<PerCpuAllocator> a(
+  std::shared_ptr<PerCpuAllocator> a(
       new PerCpuAllocator(topology, options, page_size));
   PerCpuAllocator* raw = a.get();
   StatusOr<uint64_t> id = topology->RegisterHotplugCallbacks(
@@ -113,9 +114,13 @@ StatusOr<std::unique_ptr<PerCpuAllocator>> PerCpuAllocator::Create(
 
 PerCpuAllocator::~PerCpuAllocator() {
   if (callback_id_ != 0) {
+    // (void): a destructor cannot report; the only failure (called from a
+    // hotplug callback of the same topology) is a documented misuse.
     (void)topology_->UnregisterHotplugCallbacks(callback_id_);
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // (void): a destructor cannot report; a failed munmap leaks address
+  // space only.
   for (Chunk& c : chunks_) (void)memory_->Unmap(c.base, chunk_bytes_);
   chunks_.clear();
 }

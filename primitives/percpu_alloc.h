@@ -42,9 +42,13 @@
 //   * Writes to the copy of a CPU that is not present are a contract
 //     violation (the memory is released when the CPU goes absent, and
 //     zeroed when it comes back).
-//   * The Topology passed to Create must outlive the allocator. Hotplug
-//     callbacks (registered at Create) take the allocator's mutex; lock
-//     order is hotplug mutex -> allocator mutex.
+//   * Ownership: Create returns a std::shared_ptr. The allocator keeps a
+//     reference to its Topology, and every counter keeps one to the
+//     allocator and the Topology it was created on, so any declaration or
+//     destruction order is safe: the chunks are unmapped when the last
+//     owner (the caller's pointer or a counter) lets go. Hotplug callbacks
+//     (registered at Create) take the allocator's mutex; lock order is
+//     hotplug mutex -> allocator mutex.
 #ifndef PERCPU_PRIMITIVES_PERCPU_ALLOC_H_
 #define PERCPU_PRIMITIVES_PERCPU_ALLOC_H_
 
@@ -122,7 +126,7 @@ class PerCpuPtr {
                                 static_cast<uintptr_t>(cpu) * stride_);
   }
   // Checked variant: OutOfRange for a bad id, FailedPrecondition if null.
-  StatusOr<T*> At(int cpu) const {
+  [[nodiscard]] StatusOr<T*> At(int cpu) const {
     if (base_ == 0) {
       return FailedPreconditionError("PerCpuPtr::At: null PerCpuPtr");
     }
@@ -166,15 +170,15 @@ class MemorySource {
   virtual ~MemorySource() = default;
   // Reserves `bytes` (a multiple of the page size) of zero-filled,
   // page-aligned, read-write memory that is not yet committed.
-  virtual StatusOr<void*> Map(size_t bytes) = 0;
-  virtual Status Unmap(void* addr, size_t bytes) = 0;
+  [[nodiscard]] virtual StatusOr<void*> Map(size_t bytes) = 0;
+  [[nodiscard]] virtual Status Unmap(void* addr, size_t bytes) = 0;
   // Called for each unit of a CPU about to become present (its pages were
   // released by Decommit at the CPU's kAbsent; the unit is not discarded
   // again, see PerCpuAllocator::OnHotplug). The default does nothing (pages
   // are committed on first touch); a failure vetoes the CPU's hot-add.
-  virtual Status Commit(void* addr, size_t bytes) = 0;
+  [[nodiscard]] virtual Status Commit(void* addr, size_t bytes) = 0;
   // Releases the pages; later reads return zeros.
-  virtual Status Decommit(void* addr, size_t bytes) = 0;
+  [[nodiscard]] virtual Status Decommit(void* addr, size_t bytes) = 0;
 };
 
 // mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE),
@@ -215,11 +219,12 @@ struct PerCpuAllocatorStats {
   uint64_t frees = 0;        // successful Free calls so far
 };
 
-class PerCpuAllocator {
+class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
  public:
-  // Registers hotplug callbacks on *topology (which must outlive the
-  // allocator). InvalidArgument for bad options.
-  static StatusOr<std::unique_ptr<PerCpuAllocator>> Create(
+  // Registers hotplug callbacks on *topology, which the allocator keeps
+  // alive (shared ownership). InvalidArgument for bad options or a null
+  // topology.
+  [[nodiscard]] static StatusOr<std::shared_ptr<PerCpuAllocator>> Create(
       Topology* topology, PerCpuAllocatorOptions options = {});
   ~PerCpuAllocator();
   PerCpuAllocator(const PerCpuAllocator&) = delete;
@@ -228,7 +233,7 @@ class PerCpuAllocator {
   // One zeroed T per possible CPU, aligned to
   // DeriveAlignment(sizeof(T), alignof(T)).
   template <typename T>
-  StatusOr<PerCpuPtr<T>> Allocate() {
+  [[nodiscard]] StatusOr<PerCpuPtr<T>> Allocate() {
     static_assert(ZeroInitializable<T>::value,
                   "PerCpuAllocator hands out zero bytes and never runs "
                   "destructors: T must be trivially destructible and not "
@@ -242,7 +247,7 @@ class PerCpuAllocator {
 
   // n consecutive zeroed Ts per possible CPU; on(cpu) points at element 0.
   template <typename T>
-  StatusOr<PerCpuPtr<T>> AllocateArray(size_t n) {
+  [[nodiscard]] StatusOr<PerCpuPtr<T>> AllocateArray(size_t n) {
     static_assert(ZeroInitializable<T>::value,
                   "PerCpuAllocator hands out zero bytes and never runs "
                   "destructors: T must be trivially destructible and not "
@@ -264,22 +269,23 @@ class PerCpuAllocator {
   // a lower bound. Errors (InvalidArgument): size 0 or above unit_size,
   // align not a power of two or above the page size. ResourceExhausted:
   // max_total_bytes reached or the memory source failed.
-  StatusOr<PerCpuPtr<void>> Allocate(size_t size, size_t align = 0);
+  [[nodiscard]] StatusOr<PerCpuPtr<void>> Allocate(size_t size,
+                                                   size_t align = 0);
 
   // Frees an allocation. A null pointer is a no-op. FailedPrecondition for
   // a pointer into this allocator's memory that is not a live allocation
   // (double free, or not the start of one); NotFound for a pointer this
   // allocator never handed out. Never crashes on a bad pointer.
   template <typename T>
-  Status Free(PerCpuPtr<T> p) {
+  [[nodiscard]] Status Free(PerCpuPtr<T> p) {
     return FreeAddress(p.base_address());
   }
-  Status FreeAddress(uintptr_t cpu0_address);
+  [[nodiscard]] Status FreeAddress(uintptr_t cpu0_address);
 
   PerCpuAllocatorStats stats() const;
   // Resident bytes of each possible CPU's units over all chunks, measured
   // with mincore(2) (Internal error if it fails). Index = CPU id.
-  StatusOr<std::vector<size_t>> ResidentBytesPerCpu() const;
+  [[nodiscard]] StatusOr<std::vector<size_t>> ResidentBytesPerCpu() const;
 
   size_t unit_size() const { return unit_size_; }
   int num_possible() const { return num_possible_; }
@@ -344,6 +350,8 @@ class PerCpuAllocator {
   }
 
   Topology* const topology_;
+  // Shared ownership of *topology_ (see the contract).
+  const std::shared_ptr<Topology> topology_ref_;
   const size_t unit_size_;
   const int unit_shift_;  // log2(unit_size_)
   const int num_possible_;
@@ -385,6 +393,23 @@ class PerCpuAllocator {
   PerCpuAllocatorStats stats_;                      // guarded by mu_
 };
 
+namespace internal {
+
+// Shared ownership of the Topology and PerCpuAllocator a per-CPU object
+// was created on: the object keeps them alive until it is destroyed, so
+// declaring it before (destroying it after) the caller's pointers is safe.
+// Both are always owned by a shared_ptr (their factories are the only way
+// to make one); an object not owned that way (impossible through the public
+// API) is simply not kept.
+struct PerCpuOwners {
+  PerCpuOwners(Topology& t, PerCpuAllocator& a)
+      : topology(t.weak_from_this().lock()),
+        allocator(a.weak_from_this().lock()) {}
+  std::shared_ptr<Topology> topology;
+  std::shared_ptr<PerCpuAllocator> allocator;
+};
+
+}  // namespace internal
 }  // namespace percpu
 
 #endif  // PERCPU_PRIMITIVES_PERCPU_ALLOC_H_

@@ -38,13 +38,13 @@ struct Counters {
   internal::Atomic<uint32_t> drops;
 };
 
-std::unique_ptr<Topology> Sim(int possible, int present, int online) {
+std::shared_ptr<Topology> Sim(int possible, int present, int online) {
   auto t = Topology::Simulated(possible, present, online);
   REQUIRE(t.ok());
   return std::move(t).value();
 }
 
-std::unique_ptr<PerCpuAllocator> MakeAlloc(Topology* t,
+std::shared_ptr<PerCpuAllocator> MakeAlloc(Topology* t,
                                            PerCpuAllocatorOptions o = {}) {
   auto a = PerCpuAllocator::Create(t, o);
   REQUIRE_MESSAGE(a.ok(), a.status().ToString());

@@ -60,9 +60,11 @@
 //   * Sum() retries while flushes overlap it; a flushing writer preempted
 //     inside its (three-instruction) write section delays Sum() until it
 //     runs again, as any seqcount reader.
-//   * The Topology and the PerCpuAllocator must outlive the counter. The
-//     destructor unregisters the hotplug callback before freeing the slots;
-//     no Add/Read may run concurrently with or after destruction.
+//   * The counter keeps its Topology and PerCpuAllocator alive (shared
+//     ownership), so it may be declared before them or outlive the
+//     caller's pointers. The destructor unregisters the hotplug callback
+//     before freeing the slots; no Add/Read may run concurrently with or
+//     after destruction.
 #ifndef PERCPU_PRIMITIVES_PERCPU_COUNTER_H_
 #define PERCPU_PRIMITIVES_PERCPU_COUNTER_H_
 
@@ -258,6 +260,9 @@ class PerCpuCounter {
 
   Topology& topo_;
   PerCpuAllocator& alloc_;
+  // Keeps topo_ and alloc_ alive (shared ownership) until after the
+  // destructor body: any declaration order of counter and owners is safe.
+  const internal::PerCpuOwners owners_{topo_, alloc_};
   const int32_t batch_;
   const int num_possible_;
   PerCpuPtr<PerCpuCounterSlot> slots_;

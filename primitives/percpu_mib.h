@@ -44,7 +44,8 @@
 //     FailedPrecondition); its later adds are moved at the next Online.
 //   * Readers may run anywhere, concurrently with writers and hotplug
 //     events, but not inside a hotplug callback of the same topology.
-//   * Topology and allocator outlive the object; no access during or after
+//   * The object keeps its topology and allocator alive (shared
+//     ownership: any declaration order is safe); no access during or after
 //     destruction (the destructor unregisters the callback, then frees).
 #ifndef PERCPU_PRIMITIVES_PERCPU_MIB_H_
 #define PERCPU_PRIMITIVES_PERCPU_MIB_H_
@@ -370,6 +371,9 @@ class PerCpuMib {
 
   Topology& topo_;
   PerCpuAllocator& alloc_;
+  // Keeps topo_ and alloc_ alive (shared ownership) until after the
+  // destructor body: any declaration order of counter and owners is safe.
+  const internal::PerCpuOwners owners_{topo_, alloc_};
   const int num_possible_;
   PerCpuPtr<Block> blocks_;
   U64Stat acc_[N];

@@ -56,7 +56,8 @@
 //     the same thread would spin on the slot lock forever) -- and in rseq
 //     mode the overflow path (CPU id out of range) takes a lock too.
 //   * Readers anywhere except inside a hotplug callback of the same topology.
-//   * Topology and allocator outlive the object; debug builds report use
+//   * The object keeps its topology and allocator alive (shared
+//     ownership: any declaration order is safe); debug builds report use
 //     after destruction via contract.h.
 //   * Known fallback limit as in percpu_stats.h: a writer delayed across
 //     both Offline and SetAbsent of its CPU whose update lands between the
@@ -185,7 +186,7 @@ class PerCpuPacketsBytes {
  public:
   using Latch = internal::PairLatch;
 
-  static StatusOr<std::unique_ptr<PerCpuPacketsBytes>> Create(
+  [[nodiscard]] static StatusOr<std::unique_ptr<PerCpuPacketsBytes>> Create(
       Topology& topo, PerCpuAllocator& alloc, PerCpuStatsOptions options = {}) {
 #if !defined(PERCPU_MODEL_CHECK)
     (void)CurrentWriterMode();  // choose the mode outside signal handlers
@@ -251,7 +252,7 @@ class PerCpuPacketsBytes {
 
   // The fallback writer with an explicit CPU id (tests, simulations, model
   // tests). OutOfRange for a bad id; FailedPrecondition in rseq mode.
-  Status AddOnCpu(int cpu, uint64_t packets, uint64_t bytes) {
+  [[nodiscard]] Status AddOnCpu(int cpu, uint64_t packets, uint64_t bytes) {
     if (use_rseq_) {
       return FailedPreconditionError(
           "PerCpuPacketsBytes::AddOnCpu: the object uses the rseq writer");
@@ -292,7 +293,7 @@ class PerCpuPacketsBytes {
   }
 
   // One CPU's consistent pair. OutOfRange for a bad id.
-  StatusOr<PacketsBytes> OnCpu(int cpu) const {
+  [[nodiscard]] StatusOr<PacketsBytes> OnCpu(int cpu) const {
     Status valid = topo_.ValidateCpu(cpu);
     if (!valid.ok()) {
       return OutOfRangeError("PerCpuPacketsBytes::OnCpu: " + valid.message());
@@ -355,7 +356,7 @@ class PerCpuPacketsBytes {
   // only in fallback mode (an rseq writer may still run on the real CPU),
   // kAbsent after the topology cleared the bit and fenced rseq writers,
   // kPresent before the bit is set (a delayed fallback update).
-  Status FoldCallback(HotplugEvent event, int cpu) {
+  [[nodiscard]] Status FoldCallback(HotplugEvent event, int cpu) {
     if (static_cast<uint32_t>(cpu) >= n_) {
       return OutOfRangeError("PerCpuPacketsBytes::FoldCallback: cpu " +
                              std::to_string(cpu));
@@ -369,6 +370,9 @@ class PerCpuPacketsBytes {
 
   Topology& topo_;
   PerCpuAllocator& alloc_;
+  // Keeps topo_ and alloc_ alive (shared ownership) until after the
+  // destructor body: any declaration order of counter and owners is safe.
+  const internal::PerCpuOwners owners_{topo_, alloc_};
   PerCpuPtr<Latch> slots_;
   const uint32_t n_;
   const bool use_rseq_;

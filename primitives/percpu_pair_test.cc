@@ -24,14 +24,14 @@ int MachineCpus() {
 }
 
 struct Env {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
-  explicit Env(std::unique_ptr<Topology> t) : topo(std::move(t)) {
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
+  explicit Env(std::shared_ptr<Topology> t) : topo(std::move(t)) {
     alloc = std::move(*PerCpuAllocator::Create(topo.get()));
   }
 };
 
-std::unique_ptr<Topology> MachineSized() {
+std::shared_ptr<Topology> MachineSized() {
   const int n = std::max(MachineCpus(), 64);
   return std::move(*Topology::Simulated(n, n, n));
 }

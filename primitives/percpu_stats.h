@@ -74,7 +74,8 @@
 //     the allocator's madvise (a few instructions and one syscall), loses
 //     that update; one landing after the madvise is folded at the CPU's next
 //     kPresent (until then it is not counted). In rseq mode nothing is lost.
-//   * The topology and allocator outlive the object; no access during or
+//   * The object keeps its topology and allocator alive (shared
+//     ownership: any declaration order is safe); no access during or
 //     after destruction (debug builds catch a late Add/Read through a
 //     poisoned magic word, reported via contract.h).
 #ifndef PERCPU_PRIMITIVES_PERCPU_STATS_H_
@@ -445,6 +446,9 @@ class PerCpuU64Mib {
 
   Topology& topo_;
   PerCpuAllocator& alloc_;
+  // Keeps topo_ and alloc_ alive (shared ownership) until after the
+  // destructor body: any declaration order of counter and owners is safe.
+  const internal::PerCpuOwners owners_{topo_, alloc_};
   PerCpuPtr<Word> slots_;
   const uint32_t n_;
   const Word* const present_mask_;  // topo_.present_words()

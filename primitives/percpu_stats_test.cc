@@ -21,9 +21,9 @@ namespace percpu {
 namespace {
 
 struct Env {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
-  explicit Env(std::unique_ptr<Topology> t) : topo(std::move(t)) {
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
+  explicit Env(std::shared_ptr<Topology> t) : topo(std::move(t)) {
     alloc = std::move(*PerCpuAllocator::Create(topo.get()));
   }
 };
@@ -35,7 +35,7 @@ int MachineCpus() {
 
 // A simulated topology as large as the machine's possible CPU ids (so every
 // real CPU id has a slot), plus `extra` absent CPUs.
-std::unique_ptr<Topology> MachineSized(int extra = 0) {
+std::shared_ptr<Topology> MachineSized(int extra = 0) {
   const int n = std::max(MachineCpus(), 64);  // covers real CPU ids on CI
   return std::move(*Topology::Simulated(n + extra, n, n));
 }

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <string>
 
+#include "primitives/internal/abi.h"
 #include "primitives/internal/atomic.h"
 
 namespace percpu {

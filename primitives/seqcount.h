@@ -157,9 +157,12 @@ class BasicSeqCount {
 
  private:
   internal::Atomic<uint32_t> seq_{0};
-#if PERCPU_CONTRACT_CHECKS
+  // Open write sections, counted by debug builds only. Present in every
+  // build so that the layout does not depend on PERCPU_CONTRACT_CHECKS: a
+  // debug translation unit and a release one agree on sizeof(SeqCount) and
+  // on every struct that embeds one (ODR). A release writer leaves it 0, so
+  // a debug writer of the same object never sees a false second writer.
   mutable internal::Atomic<uint32_t> writers_{0};
-#endif
 };
 
 using SeqCount = BasicSeqCount<>;

@@ -1,5 +1,8 @@
 #include "primitives/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace percpu {
 
 const char* StatusCodeName(StatusCode code) {
@@ -20,5 +23,13 @@ std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
 }
+
+namespace internal {
+void DieOnBadStatusOrAccess(const Status& status) {
+  std::fprintf(stderr, "percpu: StatusOr::value() on an error: %s\n",
+               status.ToString().c_str());
+  std::abort();
+}
+}  // namespace internal
 
 }  // namespace percpu

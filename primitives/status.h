@@ -12,6 +12,16 @@
 // through a return value (two concurrent writers of one seqcount, use of a
 // freed object) are caught in debug builds only and reported through
 // contract.h.
+//
+// Status and StatusOr are [[nodiscard]] types, and so is every function
+// returning one: dropping an error is a compiler warning
+// (-Werror=unused-result makes it an error). Where ignoring a result is
+// really right, say so with an explicit `(void)` cast and a comment.
+//
+// StatusOr<T>::value(), operator* and operator-> require ok(). Calling them
+// on an error is a programmer-contract violation: in EVERY build (debug and
+// release) it prints the status to stderr and aborts, like Abseil's
+// StatusOr::value(); it never returns a default T.
 #ifndef PERCPU_PRIMITIVES_STATUS_H_
 #define PERCPU_PRIMITIVES_STATUS_H_
 
@@ -35,13 +45,13 @@ enum class StatusCode : int {
 
 const char* StatusCodeName(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message)
       : code_(code), message_(std::move(message)) {}
 
-  static Status Ok() { return Status(); }
+  [[nodiscard]] static Status Ok() { return Status(); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -54,31 +64,37 @@ class Status {
   std::string message_;
 };
 
-inline Status InvalidArgumentError(std::string m) {
+[[nodiscard]] inline Status InvalidArgumentError(std::string m) {
   return Status(StatusCode::kInvalidArgument, std::move(m));
 }
-inline Status OutOfRangeError(std::string m) {
+[[nodiscard]] inline Status OutOfRangeError(std::string m) {
   return Status(StatusCode::kOutOfRange, std::move(m));
 }
-inline Status ResourceExhaustedError(std::string m) {
+[[nodiscard]] inline Status ResourceExhaustedError(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
 }
-inline Status FailedPreconditionError(std::string m) {
+[[nodiscard]] inline Status FailedPreconditionError(std::string m) {
   return Status(StatusCode::kFailedPrecondition, std::move(m));
 }
-inline Status NotFoundError(std::string m) {
+[[nodiscard]] inline Status NotFoundError(std::string m) {
   return Status(StatusCode::kNotFound, std::move(m));
 }
-inline Status UnavailableError(std::string m) {
+[[nodiscard]] inline Status UnavailableError(std::string m) {
   return Status(StatusCode::kUnavailable, std::move(m));
 }
-inline Status InternalError(std::string m) {
+[[nodiscard]] inline Status InternalError(std::string m) {
   return Status(StatusCode::kInternal, std::move(m));
 }
 
+namespace internal {
+// Prints "percpu: StatusOr::value() on an error: <status>" and aborts.
+// Cold path of the accessors below.
+[[noreturn, gnu::cold]] void DieOnBadStatusOrAccess(const Status& status);
+}  // namespace internal
+
 // A value or the Status explaining why there is none.
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit
@@ -88,18 +104,35 @@ class StatusOr {
   }
 
   bool ok() const { return status_.ok(); }
-  const Status& status() const { return status_; }
-  // Precondition: ok().
-  T& value() & { return value_; }
-  const T& value() const& { return value_; }
-  T&& value() && { return std::move(value_); }
-  T& operator*() & { return value_; }
-  const T& operator*() const& { return value_; }
-  T&& operator*() && { return std::move(value_); }
-  T* operator->() { return &value_; }
-  const T* operator->() const { return &value_; }
+  const Status& status() const& { return status_; }
+  Status status() && { return std::move(status_); }
+  // Precondition: ok(). On an error they abort with the status message in
+  // every build (a programmer-contract violation, see the file comment).
+  T& value() & {
+    CheckOk();
+    return value_;
+  }
+  const T& value() const& {
+    CheckOk();
+    return value_;
+  }
+  T&& value() && {
+    CheckOk();
+    return std::move(value_);
+  }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
 
  private:
+  void CheckOk() const {
+    if (__builtin_expect(!status_.ok(), 0)) {
+      internal::DieOnBadStatusOrAccess(status_);
+    }
+  }
+
   Status status_;
   T value_{};
 };

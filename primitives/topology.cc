@@ -121,16 +121,16 @@ Topology::Topology(std::string dir, const CpuMask& possible,
 
 Topology::~Topology() = default;
 
-StatusOr<std::unique_ptr<Topology>> Topology::FromSysfs(
+StatusOr<std::shared_ptr<Topology>> Topology::FromSysfs(
     const std::string& dir) {
   SysfsMasks m;
   Status s = ReadSysfs("Topology::FromSysfs", dir, &m);
   if (!s.ok()) return s;
-  return std::unique_ptr<Topology>(
+  return std::shared_ptr<Topology>(
       new Topology(dir, m.possible, m.present, m.online));
 }
 
-StatusOr<std::unique_ptr<Topology>> Topology::Simulated(int possible,
+StatusOr<std::shared_ptr<Topology>> Topology::Simulated(int possible,
                                                         int present,
                                                         int online) {
   if (!(1 <= online && online <= present && present <= possible &&
@@ -141,7 +141,7 @@ StatusOr<std::unique_ptr<Topology>> Topology::Simulated(int possible,
         std::to_string(possible) + " present=" + std::to_string(present) +
         " online=" + std::to_string(online));
   }
-  return std::unique_ptr<Topology>(
+  return std::shared_ptr<Topology>(
       new Topology("", CpuMask::FirstN(possible), CpuMask::FirstN(present),
                    CpuMask::FirstN(online)));
 }
@@ -152,6 +152,7 @@ CpuMask Topology::SnapshotWords(const internal::Atomic<uint64_t>* words) const {
   CpuMask mask;
   const auto collect = [&] {
     mask = CpuMask();
+    // (void): cpu < num_possible_ <= kMaxCpus, so Set cannot fail.
     ForEachInWords(words, [&](int cpu) { (void)mask.Set(cpu); });
   };
   if (InCallbackOfThis()) {
@@ -416,6 +417,7 @@ Status Topology::Rescan() {
                                    m.possible.ToString());
   }
   CpuMask cur_present, cur_online;
+  // (void): ids come from our own mask words (< kMaxCpus); Set cannot fail.
   ForEachPresent([&](int cpu) { (void)cur_present.Set(cpu); });
   ForEachOnline([&](int cpu) { (void)cur_online.Set(cpu); });
 

@@ -47,6 +47,11 @@
 //   be vetoed: they always complete, failures are only reported. Fold
 //   callback failures never stop an event.
 //
+// Ownership: FromSysfs/Simulated return a std::shared_ptr. Every object
+// built on a Topology (a PerCpuAllocator, a counter) keeps a reference to
+// it, so the Topology lives until the last of them is gone, whatever order
+// they are declared or destroyed in.
+//
 // Rules: Offline() of the last online CPU and SetAbsent() of an online CPU
 // are refused (FailedPrecondition); Online() requires present
 // (FailedPrecondition); a request for the state a CPU is already in is a
@@ -102,7 +107,7 @@ enum class HotplugEvent {
 // "kPresent", "kOnline", "kOffline", "kAbsent".
 const char* HotplugEventName(HotplugEvent event);
 
-class Topology {
+class Topology : public std::enable_shared_from_this<Topology> {
  public:
   using HotplugCallback = std::function<Status(HotplugEvent, int cpu)>;
 
@@ -110,14 +115,13 @@ class Topology {
   // for a missing/unreadable file, InvalidArgument for malformed text
   // (message names the file), FailedPrecondition if the masks violate the
   // invariant above (e.g. online not within present, or possible empty).
-  static StatusOr<std::unique_ptr<Topology>> FromSysfs(
+  [[nodiscard]] static StatusOr<std::shared_ptr<Topology>> FromSysfs(
       const std::string& dir = "/sys/devices/system/cpu");
   // possible = {0..possible-1}, present = {0..present-1},
   // online = {0..online-1}. InvalidArgument unless
   // 1 <= online <= present <= possible <= kMaxCpus.
-  static StatusOr<std::unique_ptr<Topology>> Simulated(int possible,
-                                                       int present,
-                                                       int online);
+  [[nodiscard]] static StatusOr<std::shared_ptr<Topology>> Simulated(
+      int possible, int present, int online);
 
   Topology(const Topology&) = delete;
   Topology& operator=(const Topology&) = delete;
@@ -135,26 +139,26 @@ class Topology {
   bool IsPresent(int cpu) const { return TestWord(present_words_.get(), cpu); }
   bool IsOnline(int cpu) const { return TestWord(online_words_.get(), cpu); }
   // OutOfRange unless 0 <= cpu < num_possible().
-  Status ValidateCpu(int cpu) const;
+  [[nodiscard]] Status ValidateCpu(int cpu) const;
 
   // Hotplug events (see the header comment for the rules).
-  Status SetPresent(int cpu);
-  Status SetAbsent(int cpu);
-  Status Online(int cpu);
-  Status Offline(int cpu);
+  [[nodiscard]] Status SetPresent(int cpu);
+  [[nodiscard]] Status SetAbsent(int cpu);
+  [[nodiscard]] Status Online(int cpu);
+  [[nodiscard]] Status Offline(int cpu);
   // Re-reads the sysfs files and fires the differences in this order: new
   // present CPUs, new online CPUs, newly offline CPUs, newly absent CPUs.
   // FailedPrecondition for a simulated topology or if "possible" changed;
   // read/parse errors as FromSysfs (no event fired then). Event failures are
   // collected and returned; later events still fire.
-  Status Rescan();
+  [[nodiscard]] Status Rescan();
 
   // Either callback may be empty. Returns the registration id (never 0).
-  StatusOr<uint64_t> RegisterHotplugCallbacks(HotplugCallback prepare,
-                                              HotplugCallback fold);
+  [[nodiscard]] StatusOr<uint64_t> RegisterHotplugCallbacks(
+      HotplugCallback prepare, HotplugCallback fold);
   // NotFound for an unknown id. Works from inside a callback of this
   // topology (see the header comment).
-  Status UnregisterHotplugCallbacks(uint64_t id);
+  [[nodiscard]] Status UnregisterHotplugCallbacks(uint64_t id);
 
   // Readers' side of the hotplug protocol: the write section of every event
   // spans its fold callbacks and its mask-word update.
@@ -229,7 +233,7 @@ class Topology {
   CpuMask SnapshotWords(const internal::Atomic<uint64_t>* words) const;
   bool InCallbackOfThis() const;
   // The core of every event; requires mu_ held.
-  Status FireLocked(HotplugEvent event, int cpu);
+  [[nodiscard]] Status FireLocked(HotplugEvent event, int cpu);
   // Runs one callback, recording a failure or an exception into failures_
   // without allocating (capacity reserved by FireLocked).
   void RunCallbackLocked(const char* phase, const Registration& r,
@@ -238,7 +242,7 @@ class Topology {
   // The mask-word update of an event (inside its write section).
   void UpdateMaskLocked(HotplugEvent event, int cpu);
   void EraseDeadLocked();
-  Status CheckCpuLocked(const char* op, int cpu) const;
+  [[nodiscard]] Status CheckCpuLocked(const char* op, int cpu) const;
 
   const std::string dir_;
   const CpuMask possible_;

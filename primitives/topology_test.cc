@@ -18,7 +18,7 @@
 namespace percpu {
 namespace {
 
-std::unique_ptr<Topology> MustSim(int possible, int present, int online) {
+std::shared_ptr<Topology> MustSim(int possible, int present, int online) {
   auto t = Topology::Simulated(possible, present, online);
   REQUIRE_MESSAGE(t.ok(), t.status().ToString());
   return std::move(t).value();
@@ -66,7 +66,7 @@ TEST_CASE("Topology: Simulated rejects bad shapes") {
   auto t = Topology::Simulated(4, 2, 3);
   CHECK(t.status().message() ==
         "Topology::Simulated: need 1 <= online <= present <= possible <= "
-        "4096, got possible=4 present=2 online=3");
+        "8192, got possible=4 present=2 online=3");
   CHECK(Topology::Simulated(kMaxCpus, kMaxCpus, 1).ok());
 }
 

@@ -184,6 +184,8 @@ void Stress(const Options& options, Reporter& reporter) {
               fam_single.Add(d);  // hot path: real CPU id
             } else {
               // A stale id: any writer's CPU, possibly going offline now.
+              // (void): the id is < num_possible, so AddOnCpu cannot fail
+              // (an offline CPU's add goes to the overflow word).
               (void)fam_single.AddOnCpu(static_cast<int>(rng.Below(writers)), d);
             }
             break;
@@ -194,6 +196,7 @@ void Stress(const Options& options, Reporter& reporter) {
             if (rng.Below(2) == 0) {
               fam_mib.Add(op % kMibItems, d);
             } else {
+              // (void): valid id and item; cannot fail (see case 5).
               (void)fam_mib.AddOnCpu(static_cast<int>(rng.Below(writers)),
                                      op % kMibItems, d);
             }
@@ -205,6 +208,7 @@ void Stress(const Options& options, Reporter& reporter) {
             if (rng.Below(2) == 0) {
               fam_pair.Add(d, 3 * d);
             } else {
+              // (void): valid id; cannot fail (see case 5).
               (void)fam_pair.AddOnCpu(static_cast<int>(rng.Below(writers)), d,
                                       3 * d);
             }
@@ -389,6 +393,7 @@ void Stress(const Options& options, Reporter& reporter) {
         shortlived.join();
       }
     }
+    // (void): live allocations of `alloc`; Free cannot fail.
     for (Live& l : live) (void)alloc.Free(l.ptr);
   });
 

@@ -42,8 +42,8 @@ struct OfflineVsReader
     : rl::test_suite<OfflineVsReader<kCorrectReader, kFull>, 2,
                      kCorrectReader ? rl::test_result_success
                                     : rl::test_result_user_assert_failed> {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
   std::unique_ptr<PerCpuMib<1>> mib;
 
   void before() {

@@ -30,8 +30,8 @@ void ConstructInPlace(const PerCpuPtr<T>& p, int cpus) {
 }
 
 struct Fixture {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
   std::unique_ptr<PerCpuCounter> counter;
 
   void Make(int cpus, int32_t batch) {

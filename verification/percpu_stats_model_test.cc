@@ -41,8 +41,8 @@ void ConstructInPlace(const PerCpuPtr<T>& p, int cpus, size_t n) {
 template <bool kPresentReader>
 struct LateAddVsOffline
     : rl::test_suite<LateAddVsOffline<kPresentReader>, 3> {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
   std::unique_ptr<PerCpuU64Mib<1>> mib;
 
   void before() {

@@ -13,8 +13,8 @@ namespace percpu {
 namespace testing {
 
 struct Env {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
 };
 
 // Topology::Simulated(possible, present, online) and an allocator on it;
