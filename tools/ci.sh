@@ -33,6 +33,12 @@ CONFIGS=(
   "!planted-bug|--config=planted-bug --test_env=STRESS_DURATION_MS=4000|//stress:u64_stats_stress"
   "!planted-bug-hotplug|--config=planted-bug-hotplug|//stress:percpu_stress"
   "!planted-bug-hotplug-model|--config=planted-bug-hotplug|//verification:fold_hotplug_model_test"
+  # Real kernels under qemu-system-* TCG (docs/vm_lane.md): rseq, sysfs
+  # hotplug with the HotplugMonitor, x86_64 ACPI vCPU hot-add/remove; on
+  # aarch64 also the stress tests under TSan inside the guest and the planted
+  # bug they must catch there (three builds: vm/ci_aarch64.sh).
+  "vm-x86_64|--config=vm-x86_64|//vm:counters_vm_test //vm:hotplug_vm_test //vm:hotadd_vm_test"
+  "vm-aarch64|sh:bash vm/ci_aarch64.sh|"
   # A separate workspace that depends on percpu as a user's would.
   "consumer|@examples/consumer|//..."
   # A bounded libFuzzer run (clang-14 + ASan) of the allocator + hotplug

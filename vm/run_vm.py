@@ -118,6 +118,7 @@ class Qmp:
         self._read_reply(greeting=True)
         self.cmd("qmp_capabilities")
         self.added = []
+        self.serial = 0
 
     def _read_reply(self, greeting=False):
         while True:
@@ -152,7 +153,10 @@ class Qmp:
             return False
         free.sort(key=lambda s: sorted(s["props"].items()))
         slot = free[0]
-        dev_id = "vmcpu%d" % (len(self.added) + sum(1 for _ in slots))
+        # Never reuse an id: a deleted device may linger until the guest
+        # acknowledged the removal.
+        self.serial += 1
+        dev_id = "vmcpu%d" % self.serial
         args = dict(slot["props"])
         args.pop("node-id", None)
         r = self.cmd("device_add", driver=slot.get("type", driver), id=dev_id,
@@ -165,8 +169,11 @@ class Qmp:
     def delete(self):
         if not self.added:
             return False
-        r = self.cmd("device_del", id=self.added.pop())
-        return "error" not in r
+        dev_id = self.added.pop()
+        r = self.cmd("device_del", id=dev_id)
+        if "error" in r:
+            return False
+        return True
 
 
 def main():

@@ -310,6 +310,10 @@ int Counters_(const Args& a) {
   if (CurrentWriterMode() == WriterMode::kRseq && restarts >= 0) {
     std::printf("PERCPU-VM: rseq restarts during the run: %lld\n",
                 restarts - restarts0);
+    // Twice as many writers as CPUs for seconds: the kernel preempts them
+    // inside the sequence; zero restarts would mean the abort path (or its
+    // counting) never ran.
+    VM_CHECK(restarts - restarts0 > 0, "no rseq restart counted");
   }
   return g_failures == 0 ? 0 : 1;
 }
@@ -397,15 +401,20 @@ int Hotplug(const Args& a) {
   return g_failures == 0 ? 0 : 1;
 }
 
+// Prints each possible CPU's resident bytes (mincore). With strict, an
+// absent CPU must have none. After a hot-remove this is only reported: a
+// reader whose read section overlapped the removal may have touched the
+// released unit, which maps the shared zero page (resident for mincore,
+// no memory of its own).
 void PrintResident(PerCpuAllocator& alloc, const Topology& topo,
-                   const char* when) {
+                   const char* when, bool strict) {
   auto r = alloc.ResidentBytesPerCpu();
   VM_CHECK(r.ok(), "ResidentBytesPerCpu: %s", r.status().ToString().c_str());
   if (!r.ok()) return;
   std::string s;
   for (size_t cpu = 0; cpu < r->size(); ++cpu) {
     s += " cpu" + std::to_string(cpu) + "=" + std::to_string((*r)[cpu]);
-    if ((*r)[cpu] != 0 && !topo.IsPresent(static_cast<int>(cpu))) {
+    if (strict && (*r)[cpu] != 0 && !topo.IsPresent(static_cast<int>(cpu))) {
       VM_CHECK(false, "%s: absent cpu%zu has %zu resident bytes", when, cpu,
                (*r)[cpu]);
     }
@@ -428,7 +437,7 @@ int HotAdd(const Args& a) {
   VM_CHECK(big.ok(), "PerCpuU64Mib<90>: %s", big.status().ToString().c_str());
   if (!big.ok()) return 1;
   for (int i = 0; i < 90; ++i) (*big)->Add(static_cast<size_t>(i), 1);
-  PrintResident(*alloc, *topo, "boot");
+  PrintResident(*alloc, *topo, "boot", /*strict=*/true);
   Counters c;
   if (!MakeCounters(*topo, *alloc, /*with_slot=*/false, &c)) return 1;
   Writers w(c, 0, 4);
@@ -455,7 +464,7 @@ int HotAdd(const Args& a) {
     }
     if (round == 0) {
       for (int i = 0; i < 90; ++i) (*big)->Add(static_cast<size_t>(i), 1);
-      PrintResident(*alloc, *topo, "all-added");
+      PrintResident(*alloc, *topo, "all-added", /*strict=*/true);
     }
     // One CPU offlined through sysfs before its removal, the others removed
     // while online (the kernel offlines then removes: kOffline + kAbsent).
@@ -487,7 +496,7 @@ int HotAdd(const Args& a) {
   uint64_t big_total = 0;
   for (int i = 0; i < 90; ++i) big_total += (*big)->Read(static_cast<size_t>(i));
   VM_CHECK(big_total == 180, "PerCpuU64Mib<90> total %" PRIu64 " != 180", big_total);
-  PrintResident(*alloc, *topo, "after-remove");
+  PrintResident(*alloc, *topo, "after-remove", /*strict=*/false);
   PrintRestarts("hotadd");
   return g_failures == 0 ? 0 : 1;
 }
