@@ -376,6 +376,12 @@ int Hotplug(const Args& a) {
     const bool is_on = ReadFile(CpuOnlineFile(cpu)) == "1";
     if (WriteFile(CpuOnlineFile(cpu), is_on ? "0" : "1")) {
       (is_on ? offlines : onlines)++;
+      // Half of the offlines are undone at once: the monitor's Rescan then
+      // may read the masks while the CPU is already back online and writers
+      // run on it (the topology lags the kernel by one event).
+      if (is_on && rng() % 2 == 0 && WriteFile(CpuOnlineFile(cpu), "1")) {
+        ++onlines;
+      }
     } else {
       ++refused;  // e.g. the kernel refuses to offline the last CPU
     }
@@ -448,17 +454,29 @@ int HotAdd(const Args& a) {
     const int want = topo->num_possible() - base_present;
     for (int k = 0; k < want; ++k) {
       const int before = topo->present().Count();
+      const std::string present_file = std::string(kCpuDir) + "/present";
+      const std::string kernel_before = ReadFile(present_file);
       std::printf("PERCPU-VM-QMP: add\n");
       std::fflush(stdout);
+      // As udev's auto-online rules do: online the new CPU as soon as the
+      // kernel reports it present, without waiting for the Topology, so
+      // writers may run on it while the Topology still says absent.
+      const bool kernel_ok = WaitFor(
+          [&] { return ReadFile(present_file) != kernel_before; }, 20000);
+      VM_CHECK(kernel_ok, "hot-add not seen by the kernel");
+      if (!kernel_ok) break;
+      if (auto m = CpuMask::Parse(ReadFile(present_file)); m.ok()) {
+        m->ForEach([&](int cpu) {
+          if (ReadFile(CpuOnlineFile(cpu)) == "0") {
+            WriteFile(CpuOnlineFile(cpu), "1");
+          }
+        });
+      }
       // The monitor, not the test, rescans.
       const bool ok = WaitFor([&] { return topo->present().Count() > before; }, 20000);
       VM_CHECK(ok, "hot-add not seen: present %s", topo->present().ToString().c_str());
       if (!ok) break;
       ++adds;
-      // Online every present CPU that is offline (kOnline).
-      topo->present().ForEach([&](int cpu) {
-        if (!topo->IsOnline(cpu)) WriteFile(CpuOnlineFile(cpu), "1");
-      });
       VM_CHECK(TopologyFollows(*topo), "online not followed");
       std::this_thread::sleep_for(milliseconds(200));
     }
