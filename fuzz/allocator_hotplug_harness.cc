@@ -966,14 +966,10 @@ void Harness::DoHotplug(int op) {
     switch (op) {
       case kOpSetPresent:
         if (!present_[c]) {
-          // The allocator's bring-up callback, per chunk: Decommit the unit
-          // (zeroes it), then Commit it. Any failure vetoes the hot-add.
+          // The allocator's bring-up callback, per chunk: Commit the unit
+          // (it is not discarded: it was released, or zeroed by hand if the
+          // release failed, at kAbsent). Any failure vetoes the hot-add.
           for (size_t k = 0; k < chunks; ++k) {
-            if (fail_decommit_ > 0) {
-              --fail_decommit_;
-              if (want == StatusCode::kOk) want = StatusCode::kInternal;
-              continue;
-            }
             if (fail_commit_ > 0) {
               --fail_commit_;
               if (want == StatusCode::kOk) want = StatusCode::kResourceExhausted;
@@ -1038,7 +1034,7 @@ void Harness::DoHotplug(int op) {
   CheckTopology();
   if (failed()) return;
   if (came_present) {
-    // A hot-added CPU's copies are zero (re-zeroed at kPresent).
+    // A hot-added CPU's copies are zero (released or zeroed at kAbsent).
     for (const auto& kv : live_) {
       if (!kv.second.pinned) VerifyObject(kv.second, cpu);
       if (failed()) return;

@@ -28,10 +28,12 @@
 //     offline stays allocated and is still read, so nothing is lost.
 //
 // Usage constraints:
-//   * Update(cpu, ...) must be called by the only writer of `cpu` at that
-//     moment (the thread running on that CPU with migration excluded, or a
-//     caller-serialized writer). Passing a CPU id whose writer is elsewhere
-//     loses counts on slots c > 0. UpdateChecked() validates the id's range.
+//   * Update(cpu, ...) may be called from any thread with any id (e.g.
+//     sched_getcpu()): it claims slot c > 0 for the one update with a CAS
+//     (a second concurrent writer of the same id goes to slot 0), so no
+//     count is lost or gained (issue 12 item 4). Two first writers of one id
+//     race to publish the slot with a CAS; the loser frees its allocation.
+//     UpdateChecked() validates the id's range.
 //   * Read() may run on any thread concurrently with updates.
 //   * The destructor frees every slot; as OVS frees a flow after an RCU grace
 //     period, the caller guarantees no update or read runs concurrently with
@@ -58,6 +60,10 @@ struct alignas(64) LazyFlowStatsSlot {
   internal::Atomic<uint64_t> bytes{0};
   internal::Atomic<uint64_t> used{0};       // last-use timestamp (max)
   internal::Atomic<uint32_t> tcp_flags{0};  // OR of the TCP flags seen
+  // 1 while an Update() owns the slot (claimed with a CAS): a second writer
+  // of the same CPU id goes to the shared slot 0 instead. Always present
+  // (the slot is one cache line either way), whatever the build flags.
+  internal::Atomic<uint32_t> writer{0};
 };
 
 // A folded view of a flow's statistics.
@@ -164,32 +170,41 @@ class BasicLazyFlowStats {
 
   int num_possible() const { return num_possible_; }
 
-  // Accounts one packet of `bytes` bytes seen on `cpu` at time `now`.
-  // Precondition: 0 <= cpu < num_possible() and the caller is the only
-  // writer of `cpu` (debug builds report an out-of-range id).
+  // Accounts one packet of `bytes` bytes seen on `cpu` at time `now`. Safe
+  // from any thread with any id (e.g. sched_getcpu()): the update claims
+  // cpu's slot with a CAS; if another writer holds it, the packet goes to
+  // the shared slot 0 (atomic RMWs). Exact either way (issue 12 item 4).
+  // An id outside [0, num_possible()) also goes to slot 0 (debug builds
+  // report it).
   void Update(int cpu, uint64_t bytes, uint64_t now, uint32_t tcp_flags) {
     if (cpu < 0 || cpu >= num_possible_) {
 #if PERCPU_CONTRACT_CHECKS
       internal::ReportContractViolation(
           "LazyFlowStats::Update: cpu id out of range");
 #endif
-      return;
+      cpu = 0;
     }
     if (cpu != 0) {
-      // Relaxed suffices: slots_[cpu] is stored only by this CPU's writer
-      // (below) and, before the object was shared, by Create().
-      LazyFlowStatsSlot* s = slots_[cpu].load(std::memory_order_relaxed);
-      if (s == nullptr) {
-        s = NewSlot(cpu);
-        if (s != nullptr) Publish(cpu, s);
-      }
+      LazyFlowStatsSlot* s = SlotOf(cpu);
       if (s != nullptr) {
-        UpdateOwnSlot(*s, bytes, now, tcp_flags);
-        return;
+        uint32_t expected = 0;
+        // Acquire: pairs with the previous owner's release store below, so
+        // its relaxed stores are visible to this owner's loads.
+        if (s->writer.compare_exchange_strong(expected, 1,
+                                              std::memory_order_acquire,  // Pairs with: release store of writer below.
+                                              std::memory_order_relaxed)) {
+          UpdateOwnSlot(*s, bytes, now, tcp_flags);
+          // Release: this owner's stores happen-before the next owner's.
+          // Pairs with: the acquire CAS above.
+          s->writer.store(0, std::memory_order_release);  // Pairs with: the acquire CAS above.
+          return;
+        }
+        // Another writer holds the slot: slot 0 below.
+      } else {
+        // Allocation failed: fall back to the shared slot 0, as OVS does.
+        // Relaxed suffices: a diagnostic count, publishes nothing.
+        fallback_updates_.fetch_add(1, std::memory_order_relaxed);
       }
-      // Allocation failed: fall back to the shared slot 0, as OVS does.
-      // Relaxed suffices: a diagnostic count, publishes nothing.
-      fallback_updates_.fetch_add(1, std::memory_order_relaxed);
     }
     // Relaxed suffices: slot 0 was published before the object was shared.
     UpdateSharedSlot(*slots_[0].load(std::memory_order_relaxed), bytes, now,
@@ -296,11 +311,41 @@ class BasicLazyFlowStats {
     return new (p) LazyFlowStatsSlot();  // all counters explicitly zero
   }
 
+  // cpu's slot, allocated and published on first use; nullptr if the
+  // allocation failed. Two first writers of one id may race: the CAS picks
+  // one slot, the loser frees its own.
+  LazyFlowStatsSlot* SlotOf(int cpu) {
+    // Acquire: another thread may have published the slot; its
+    // initialization must be visible before this thread writes it.
+    // Pairs with: the release CAS/store of slots_[cpu] in Publish().
+    LazyFlowStatsSlot* s = slots_[cpu].load(Recipe::kSlotLoad);  // Pairs with: Publish().
+    if (s != nullptr) return s;
+    s = NewSlot(cpu);
+    if (s == nullptr) return nullptr;
+    LazyFlowStatsSlot* expected = nullptr;
+    // Release on success: as Publish(). Acquire on failure: the winner's
+    // initialization is visible. Pairs with: ForEachAllocated()/SlotOf()
+    // acquire loads, and the winner's release CAS.
+    if (!slots_[cpu].compare_exchange_strong(expected, s, Recipe::kSlotStore,  // Pairs with: ForEachAllocated()/SlotOf().
+                                             std::memory_order_acquire)) {  // Pairs with: the winner's release CAS.
+      s->~LazyFlowStatsSlot();
+      allocator_.free(allocator_.ctx, s, sizeof(LazyFlowStatsSlot),
+                      alignof(LazyFlowStatsSlot));
+      return expected;
+    }
+    SetAllocatedBit(cpu);
+    return s;
+  }
+
   void Publish(int cpu, LazyFlowStatsSlot* s) {
     // Release: the slot's zero-initialization happens-before any reader that
     // sees the pointer. Pairs with: acquire loads of slots_ in
     // ForEachAllocated() and HasSlot().
     slots_[cpu].store(s, Recipe::kSlotStore);  // Pairs with: ForEachAllocated().
+    SetAllocatedBit(cpu);
+  }
+
+  void SetAllocatedBit(int cpu) {
     // Release RMW: a reader that sees the bit also sees the pointer store
     // above. Pairs with: acquire load of allocated_ in ForEachAllocated().
     allocated_[cpu / 64].fetch_or(uint64_t{1} << (cpu % 64), Recipe::kBitmapRmw);  // Pairs with: ForEachAllocated().
@@ -308,8 +353,9 @@ class BasicLazyFlowStats {
 
   static void UpdateOwnSlot(LazyFlowStatsSlot& s, uint64_t bytes,
                             uint64_t now, uint32_t tcp_flags) {
-    // Relaxed load + store suffice: slot c > 0 has a single writer (CPU c),
-    // which reads its own latest stores; the counters publish nothing.
+    // Relaxed load + store suffice: slot c > 0 has a single writer at a
+    // time (the claim in Update), which sees the previous owner's stores
+    // (claim's acquire); the counters publish nothing.
     s.packets.store(s.packets.load(std::memory_order_relaxed) + 1,
                     std::memory_order_relaxed);
     s.bytes.store(s.bytes.load(std::memory_order_relaxed) + bytes,

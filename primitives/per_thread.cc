@@ -72,6 +72,9 @@ struct PerThreadCounterAccess {
       ++c->slots_created_;
     }
     ++c->slots_in_use_;
+    // Orders the owner's first store after a previous owner's exit fold
+    // (issue 12 item 1; see PerThreadTakeSlot).
+    internal::PerThreadTakeSlot();
     return s;
   }
 

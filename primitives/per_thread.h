@@ -82,6 +82,21 @@ inline void PerThreadOwnerAdd(Atomic<uint64_t>& slot, uint64_t delta) {
   slot.store(v + delta, std::memory_order_relaxed);
 }
 
+// Called by a thread that takes a slot (new or reused after another
+// thread's exit fold), before its first store to it. The registry mutex
+// orders the fold before this call, but the owner's relaxed stores are in
+// no release sequence: without this fence a reader could see the new
+// owner's value with the seqcount and accumulator from before the fold
+// (acc_old + slot_new: a count from nowhere, e.g. Sum() == 4 where only
+// {0, 1, 5} are consistent). The fence makes any reader that sees one of
+// the owner's later stores see the fold too.
+// Pairs with: acquire fence in SeqCount::ReadRetry() (PerThreadSum): a
+// reader whose slot load read a store after this fence re-reads the
+// seqcount after the fold's WriteEnd and retries.
+inline void PerThreadTakeSlot() {
+  ThreadFence(std::memory_order_release);  // Pairs with: ReadRetry's acquire fence.
+}
+
 // Moves the slot's count into acc inside a write section of seq.
 // Preconditions: called by the slot's owner (its only writer) or after the
 // owner is gone; folds of one counter are serialized by the caller.

@@ -293,11 +293,21 @@ Status PerCpuAllocator::OnHotplug(HotplugEvent event, int cpu) {
   int failures = 0;
   for (Chunk& c : chunks_) {
     char* unit = c.base + static_cast<size_t>(cpu) * unit_size_;
-    // Both events release the unit's pages: at kAbsent to give the memory
-    // back, at kPresent to guarantee zeros even if something wrote to the
-    // unit while the CPU was absent.
-    Status s = memory_->Decommit(unit, unit_size_);
-    if (s.ok() && event == HotplugEvent::kPresent) {
+    // kAbsent releases the unit's pages (later reads return zeros).
+    // kPresent only commits them and never discards what the unit holds: a
+    // fallback add delayed across the CPU's removal may have landed there
+    // after the madvise, and the owning object's kPresent fold (which runs
+    // after this prepare, before the present bit is set) moves it into its
+    // accumulator. At kAbsent the objects' teardown folds run before this
+    // callback (teardown runs in reverse registration order).
+    Status s;
+    if (event == HotplugEvent::kAbsent) {
+      s = memory_->Decommit(unit, unit_size_);
+      // Absent units must read zero (Allocate hands out zeros; kPresent no
+      // longer re-zeroes): if the release failed, zero it by hand (the
+      // memory stays committed; the failure is still reported).
+      if (!s.ok()) std::memset(unit, 0, unit_size_);
+    } else {
       s = memory_->Commit(unit, unit_size_);
     }
     if (!s.ok() && failures++ == 0) first = s;

@@ -167,9 +167,10 @@ class MemorySource {
   // page-aligned, read-write memory that is not yet committed.
   virtual StatusOr<void*> Map(size_t bytes) = 0;
   virtual Status Unmap(void* addr, size_t bytes) = 0;
-  // Called for each unit of a CPU about to become present, after Decommit
-  // zeroed it. The default does nothing (pages are committed on first
-  // touch); a failure vetoes the CPU's hot-add.
+  // Called for each unit of a CPU about to become present (its pages were
+  // released by Decommit at the CPU's kAbsent; the unit is not discarded
+  // again, see PerCpuAllocator::OnHotplug). The default does nothing (pages
+  // are committed on first touch); a failure vetoes the CPU's hot-add.
   virtual Status Commit(void* addr, size_t bytes) = 0;
   // Releases the pages; later reads return zeros.
   virtual Status Decommit(void* addr, size_t bytes) = 0;

@@ -36,7 +36,8 @@ StatusOr<std::unique_ptr<PerCpuCounter>> PerCpuCounter::Create(
   if (!slots.ok()) return slots.status();
   std::unique_ptr<PerCpuCounter> counter(
       new (std::nothrow) PerCpuCounter(topo, alloc, batch, *slots, initial));
-  if (counter == nullptr) {
+  if (counter == nullptr || !counter->writers_.Init(topo.num_possible())) {
+    if (counter != nullptr) counter->slots_ = PerCpuPtr<PerCpuCounterSlot>();
     (void)alloc.Free(*slots);
     return ResourceExhaustedError("PerCpuCounter::Create: out of memory");
   }
@@ -53,7 +54,29 @@ StatusOr<std::unique_ptr<PerCpuCounter>> PerCpuCounter::Create(
     return id.status();
   }
   counter->callback_id_ = *id;
+  // CPUs offline now are dead for writers (later events are the callback's
+  // job). Racing an event is harmless: the callback runs for every event
+  // after registration and sets the same states.
+  for (int cpu = 0; cpu < topo.num_possible(); ++cpu) {
+    if (!topo.IsOnline(cpu)) (void)counter->writers_.MarkDead(cpu);
+  }
   return counter;
+}
+
+StatusOr<PerCpuCounter::WriterToken> PerCpuCounter::AcquireWriter(int cpu) {
+  Status valid = topo_.ValidateCpu(cpu);
+  if (!valid.ok()) {
+    return OutOfRangeError("PerCpuCounter::AcquireWriter: " +
+                           valid.message());
+  }
+  if (!writers_.TryClaim(cpu, internal::CpuWriterTable::kToken)) {
+    return FailedPreconditionError(
+        "PerCpuCounter::AcquireWriter: cpu " + std::to_string(cpu) +
+        (writers_.StateOf(cpu) == internal::CpuWriterTable::kDead
+             ? " is offline"
+             : " already has a writer"));
+  }
+  return WriterToken(this, cpu);
 }
 
 PerCpuCounter::PerCpuCounter(Topology& topo, PerCpuAllocator& alloc,
@@ -154,21 +177,30 @@ Status PerCpuCounter::FoldCallback(HotplugEvent event, int cpu) {
                            std::to_string(cpu));
   }
   if (event == HotplugEvent::kOffline) {
-    // The CPU is dead: its writers were quiesced before Offline() (usage
-    // constraint), so this callback is the slot's only writer now. The move
-    // is both a flush_seq write section (for Sum's per-CPU check) and part
-    // of the hotplug write section (the online bit clears in the same one).
+    // Take the CPU from writers: wait out a transient Add (a few
+    // instructions), then mark it dead, so later Add(cpu) calls go to the
+    // shared count. A token holder should have released (P1).
+    const uint32_t was = writers_.MarkDead(cpu);
+    // This callback is the slot's only writer now. The move is both a
+    // flush_seq write section (for Sum's per-CPU check) and part of the
+    // hotplug write section (the online bit clears in the same one).
     PerCpuCounterSlot& s = *slots_.on(cpu);
-    // Relaxed suffices: single writer now (see above).
+    // Relaxed suffices: single writer now, ordered after the last owner by
+    // MarkDead's acquire CAS.
     const int32_t d = s.delta.load(std::memory_order_relaxed);
     if (d != 0) Flush(s, d);
-  } else if (event == HotplugEvent::kOnline) {
-    // Relaxed suffices: the CPU has no writer yet.
-    if (slots_.on(cpu)->delta.load(std::memory_order_relaxed) != 0) {
-      return InternalError("PerCpuCounter::FoldCallback: cpu " +
-                           std::to_string(cpu) +
-                           " comes online with a non-zero delta");
+    if (was == internal::CpuWriterTable::kToken) {
+      // A usage error, reported loudly (the event returns this Status).
+      return FailedPreconditionError(
+          "PerCpuCounter: a WriterToken of the CPU is still held at Offline "
+          "(release it before the CPU goes offline)");
     }
+  } else if (event == HotplugEvent::kOnline) {
+    // Relaxed suffices: the CPU has no writer yet (dead or a stale token).
+    const int32_t d = slots_.on(cpu)->delta.load(std::memory_order_relaxed);
+    // A stale token's late adds: moved, not lost.
+    if (d != 0) Flush(*slots_.on(cpu), d);
+    writers_.MarkOnline(cpu);
   }
   return Status::Ok();
 }

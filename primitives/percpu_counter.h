@@ -42,12 +42,18 @@
 // nothing. Sum() orders its loads as described; neither orders other memory.
 //
 // Usage constraints:
-//   * Add(cpu, ...) must be called by the only writer of `cpu` at that moment
-//     and only while `cpu` is online. Before a CPU goes offline its writers
-//     must be quiesced and the quiescence must happen-before the Offline()
-//     call (as the kernel's CPUHP dead callbacks run after the CPU stopped).
-//     AddChecked() validates the id and refuses offline CPUs (best effort:
-//     it cannot close the race with a concurrent Offline()).
+//   * Add(cpu, ...) may be called from any thread with any id (e.g.
+//     sched_getcpu()): it claims the CPU for the one add (a CAS) and falls
+//     back to the shared count when another writer holds the CPU or the CPU
+//     is offline; totals are exact either way (issue 12 item 4).
+//   * The single-writer fast path is a WriterToken (AcquireWriter(cpu)):
+//     exclusive, so a second writer of the same CPU cannot get one. A token
+//     must be released before its CPU goes offline, and the release must
+//     happen-before the Offline() call (P1; as the kernel's CPUHP dead
+//     callbacks run after the CPU stopped); a new token is acquired after
+//     Online() returned (P2). A token still held at Offline is reported
+//     (the event returns FailedPrecondition) and its delta folded anyway.
+//     AddChecked() validates the id and refuses offline CPUs.
 //   * Read/Sum/Compare may run on any thread, concurrently with Adds and
 //     hotplug events, but not from inside a hotplug callback of the same
 //     topology and not from a signal handler interrupting a flushing writer.
@@ -66,6 +72,7 @@
 
 #include "primitives/contract.h"
 #include "primitives/internal/atomic.h"
+#include "primitives/internal/cpu_writers.h"
 #include "primitives/percpu_alloc.h"
 #include "primitives/seqcount.h"
 #include "primitives/status.h"
@@ -94,32 +101,88 @@ class PerCpuCounter {
   PerCpuCounter(const PerCpuCounter&) = delete;
   PerCpuCounter& operator=(const PerCpuCounter&) = delete;
 
-  // Adds `amount` on `cpu`. Preconditions: see the header comment (valid,
-  // online CPU; only writer of that CPU). Debug builds report an invalid id.
+  // Adds `amount` on `cpu`, safe from any thread with any id: e.g.
+  // Add(sched_getcpu(), 1) from many threads is exact. The add claims the
+  // CPU for itself (one CAS); if another writer holds it (a concurrent Add
+  // with the same stale id, or a WriterToken), or the CPU is offline, the
+  // amount goes straight to the shared count (fetch_add). An id outside
+  // [0, num_possible) also goes to the shared count (debug builds report
+  // it). For the lock-free single-writer fast path use a WriterToken.
   void Add(int cpu, int64_t amount) {
     if (cpu < 0 || cpu >= num_possible_) {
 #if PERCPU_CONTRACT_CHECKS
       internal::ReportContractViolation("PerCpuCounter::Add: invalid cpu id");
 #endif
+      AddShared(amount);
       return;
     }
-    PerCpuCounterSlot& s = *slots_.on(cpu);
-    // Relaxed suffices: this CPU is the delta's only writer and reads its
-    // own latest store.
-    const int64_t old = s.delta.load(std::memory_order_relaxed);
-    int64_t d;
-    if (__builtin_add_overflow(old, amount, &d) || d >= batch_ ||
-        d <= -static_cast<int64_t>(batch_)) {
-      Flush(s, static_cast<int64_t>(static_cast<uint64_t>(old) +
-                                    static_cast<uint64_t>(amount)));
+    if (!writers_.TryClaim(cpu, internal::CpuWriterTable::kTransient)) {
+      AddShared(amount);
       return;
     }
-    // Relaxed suffices: single writer; a reader may see the old or the new
-    // delta, both are prefixes of this CPU's Adds.
-    s.delta.store(static_cast<int32_t>(d), std::memory_order_relaxed);
+    AddOwned(cpu, amount);
+    writers_.Release(cpu);
   }
   void Inc(int cpu) { Add(cpu, 1); }
   void Dec(int cpu) { Add(cpu, -1); }
+
+  // The single-writer fast path: exclusive ownership of one CPU's slot.
+  // Add() through a token is a relaxed load + store of the CPU's delta (no
+  // lock prefix) unless it flushes. Obtain one with AcquireWriter(cpu);
+  // release it (destroy it) before that CPU goes offline (the P1 handshake
+  // of docs/fold_and_hotplug.md); obtain a new one after Online() returned.
+  // Movable, not copyable; one thread at a time may use it.
+  class WriterToken {
+   public:
+    WriterToken() = default;
+    WriterToken(WriterToken&& o) noexcept : c_(o.c_), cpu_(o.cpu_) {
+      o.c_ = nullptr;
+    }
+    WriterToken& operator=(WriterToken&& o) noexcept {
+      if (this != &o) {
+        Reset();
+        c_ = o.c_;
+        cpu_ = o.cpu_;
+        o.c_ = nullptr;
+      }
+      return *this;
+    }
+    WriterToken(const WriterToken&) = delete;
+    WriterToken& operator=(const WriterToken&) = delete;
+    ~WriterToken() { Reset(); }
+
+    void Add(int64_t amount) {
+#if PERCPU_CONTRACT_CHECKS
+      if (c_ == nullptr) {
+        internal::ReportContractViolation(
+            "PerCpuCounter::WriterToken::Add: empty token");
+        return;
+      }
+#endif
+      c_->AddOwned(cpu_, amount);
+    }
+    void Inc() { Add(1); }
+    void Dec() { Add(-1); }
+    int cpu() const { return cpu_; }
+    bool valid() const { return c_ != nullptr; }
+    // Gives the CPU back (also done by the destructor).
+    void Reset() {
+      if (c_ != nullptr) c_->writers_.ReleaseToken(cpu_);
+      c_ = nullptr;
+    }
+
+   private:
+    friend class PerCpuCounter;
+    WriterToken(PerCpuCounter* c, int cpu) : c_(c), cpu_(cpu) {}
+    PerCpuCounter* c_ = nullptr;
+    int cpu_ = -1;
+  };
+
+  // OutOfRange for an invalid id; FailedPrecondition if the CPU is offline
+  // or already has a writer (another token, or an Add in progress: retry).
+  // The token's acquisition orders its adds after every earlier fold of the
+  // CPU (issue 12 item 1).
+  StatusOr<WriterToken> AcquireWriter(int cpu);
 
   // As Add(), validating the CPU id (OutOfRange) and that it is online
   // (FailedPrecondition).
@@ -151,6 +214,32 @@ class PerCpuCounter {
   PerCpuCounter(Topology& topo, PerCpuAllocator& alloc, int32_t batch,
                 PerCpuPtr<PerCpuCounterSlot> slots, int64_t initial);
 
+  // The add by the CPU's current owner (transient claim or token).
+  void AddOwned(int cpu, int64_t amount) {
+    PerCpuCounterSlot& s = *slots_.on(cpu);
+    // Relaxed suffices: the owner is the delta's only writer and reads its
+    // own latest store (or the previous owner's / the fold's, ordered by the
+    // claim's acquire CAS).
+    const int64_t old = s.delta.load(std::memory_order_relaxed);
+    int64_t d;
+    if (__builtin_add_overflow(old, amount, &d) || d >= batch_ ||
+        d <= -static_cast<int64_t>(batch_)) {
+      Flush(s, static_cast<int64_t>(static_cast<uint64_t>(old) +
+                                    static_cast<uint64_t>(amount)));
+      return;
+    }
+    // Relaxed suffices: single writer; a reader may see the old or the new
+    // delta, both are prefixes of this CPU's Adds (ordered after earlier
+    // folds by the claim's release fence).
+    s.delta.store(static_cast<int32_t>(d), std::memory_order_relaxed);
+  }
+
+  void AddShared(int64_t amount) {
+    // Relaxed suffices: count_ is modified only by RMWs (the flush proof
+    // needs that); a shared add is simply part of the count.
+    count_.fetch_add(amount, std::memory_order_relaxed);
+  }
+
   void Flush(PerCpuCounterSlot& s, int64_t moved) {
     s.flush_seq.WriteBegin();
     // Relaxed suffices: the write section's release fence (WriteBegin) and
@@ -173,6 +262,7 @@ class PerCpuCounter {
   const int num_possible_;
   PerCpuPtr<PerCpuCounterSlot> slots_;
   internal::Atomic<int64_t> count_{0};
+  internal::CpuWriterTable writers_;  // who writes each CPU's delta
   uint64_t callback_id_ = 0;
 };
 

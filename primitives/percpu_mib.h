@@ -31,13 +31,17 @@
 // events; nothing else is ordered by an update.
 //
 // Usage constraints:
-//   * Add(cpu, ...) only from the only writer of `cpu`, while `cpu` is
-//     online. Before Offline(c), c's writers must be quiesced, and that
-//     quiescence must happen-before the Offline() call: the fold callback
-//     then is the slot's only writer, as the kernel's CPUHP dead callbacks
-//     run on a dead CPU. A writer racing the fold may lose its update (the
-//     callback zeroes the slot) -- the fallback-mode writer design handles
-//     that race, not this type.
+//   * Add(cpu, ...) from any thread with any id: it claims the CPU for the
+//     one add (a CAS) or, if another writer holds it or it is offline, adds
+//     to the item's shared atomic counter; exact either way (issue 12 item
+//     4). The fold waits out an in-progress claimed add.
+//   * The single-writer fast path is a WriterToken (AcquireWriter(cpu)),
+//     exclusive per CPU. Release it before Offline(c), and the release must
+//     happen-before the Offline() call (P1; the fold callback then is the
+//     block's only writer, as the kernel's CPUHP dead callbacks run on a
+//     dead CPU); acquire a new one after Online() returned (P2). A token
+//     still held at Offline is reported (the event fails with
+//     FailedPrecondition); its later adds are moved at the next Online.
 //   * Readers may run anywhere, concurrently with writers and hotplug
 //     events, but not inside a hotplug callback of the same topology.
 //   * Topology and allocator outlive the object; no access during or after
@@ -55,6 +59,8 @@
 
 #include "primitives/contract.h"
 #include "primitives/fold.h"
+#include "primitives/internal/atomic.h"
+#include "primitives/internal/cpu_writers.h"
 #include "primitives/percpu_alloc.h"
 #include "primitives/status.h"
 #include "primitives/topology.h"
@@ -79,6 +85,9 @@ class PerCpuMib {
       (void)alloc.Free(*blocks);
       return ResourceExhaustedError("PerCpuMib::Create: out of memory");
     }
+    if (!mib->writers_.Init(topo.num_possible())) {
+      return ResourceExhaustedError("PerCpuMib::Create: out of memory");
+    }
     // Registered before any writer can see the object: an event that ran
     // before registration found this object's slots still zero.
     PerCpuMib* self = mib.get();
@@ -88,6 +97,10 @@ class PerCpuMib {
         });
     if (!id.ok()) return id.status();  // destructor frees the blocks
     mib->callback_id_ = *id;
+    // CPUs offline now are dead for writers (later events: the callback).
+    for (int cpu = 0; cpu < topo.num_possible(); ++cpu) {
+      if (!topo.IsOnline(cpu)) (void)mib->writers_.MarkDead(cpu);
+    }
     return mib;
   }
 
@@ -103,22 +116,96 @@ class PerCpuMib {
   PerCpuMib(const PerCpuMib&) = delete;
   PerCpuMib& operator=(const PerCpuMib&) = delete;
 
-  // Adds `delta` to item `item` of `cpu`. Preconditions in the header
-  // comment; debug builds report an invalid cpu or item.
+  // Adds `delta` to item `item` of `cpu`, safe from any thread with any id
+  // (e.g. sched_getcpu()): the add claims the CPU for itself (one CAS); if
+  // another writer holds it or the CPU is offline, the delta goes to the
+  // item's shared atomic counter instead. Exact either way. Debug builds
+  // report an invalid cpu or item (dropped). The single-writer fast path
+  // is a WriterToken.
   void Add(int cpu, size_t item, uint64_t delta) {
     if (cpu < 0 || cpu >= num_possible_ || item >= N) {
 #if PERCPU_CONTRACT_CHECKS
       internal::ReportContractViolation(
           "PerCpuMib::Add: cpu or item out of range");
 #endif
+      if (item < N) AddShared(item, delta);
       return;
     }
-    Block& b = *blocks_.on(cpu);
-    b.syncp.UpdateBegin();
-    b.items[item].Add(delta);
-    b.syncp.UpdateEnd();
+    if (!writers_.TryClaim(cpu, internal::CpuWriterTable::kTransient)) {
+      AddShared(item, delta);
+      return;
+    }
+    AddOwned(cpu, item, delta);
+    writers_.Release(cpu);
   }
   void Inc(int cpu, size_t item) { Add(cpu, item, 1); }
+
+  // The single-writer fast path (as PerCpuCounter::WriterToken): exclusive
+  // ownership of one CPU's block; Add() is the syncp update of one item.
+  // Release it before the CPU goes offline (P1), acquire a new one after
+  // Online() returned (P2); its acquisition orders its adds after earlier
+  // folds of the CPU (issue 12 item 1).
+  class WriterToken {
+   public:
+    WriterToken() = default;
+    WriterToken(WriterToken&& o) noexcept : m_(o.m_), cpu_(o.cpu_) {
+      o.m_ = nullptr;
+    }
+    WriterToken& operator=(WriterToken&& o) noexcept {
+      if (this != &o) {
+        Reset();
+        m_ = o.m_;
+        cpu_ = o.cpu_;
+        o.m_ = nullptr;
+      }
+      return *this;
+    }
+    WriterToken(const WriterToken&) = delete;
+    WriterToken& operator=(const WriterToken&) = delete;
+    ~WriterToken() { Reset(); }
+
+    // An item >= N is dropped (debug builds report it).
+    void Add(size_t item, uint64_t delta) {
+      if (m_ == nullptr || item >= N) {
+#if PERCPU_CONTRACT_CHECKS
+        internal::ReportContractViolation(
+            "PerCpuMib::WriterToken::Add: empty token or item out of range");
+#endif
+        return;
+      }
+      m_->AddOwned(cpu_, item, delta);
+    }
+    void Inc(size_t item) { Add(item, 1); }
+    int cpu() const { return cpu_; }
+    bool valid() const { return m_ != nullptr; }
+    void Reset() {
+      if (m_ != nullptr) m_->writers_.ReleaseToken(cpu_);
+      m_ = nullptr;
+    }
+
+   private:
+    friend class PerCpuMib;
+    WriterToken(PerCpuMib* m, int cpu) : m_(m), cpu_(cpu) {}
+    PerCpuMib* m_ = nullptr;
+    int cpu_ = -1;
+  };
+
+  // OutOfRange for an invalid id; FailedPrecondition if the CPU is offline
+  // or already has a writer.
+  StatusOr<WriterToken> AcquireWriter(int cpu) {
+    Status valid = topo_.ValidateCpu(cpu);
+    if (!valid.ok()) {
+      return OutOfRangeError("PerCpuMib::AcquireWriter: " + valid.message());
+    }
+    if (!writers_.TryClaim(cpu, internal::CpuWriterTable::kToken)) {
+      return FailedPreconditionError(
+          "PerCpuMib::AcquireWriter: cpu " + std::to_string(cpu) +
+          (writers_.StateOf(cpu) == internal::CpuWriterTable::kDead
+               ? " is offline"
+               : " already has a writer"));
+    }
+    return WriterToken(this, cpu);
+  }
 
   // As Add(), validating: OutOfRange for a bad cpu or item,
   // FailedPrecondition for an offline cpu (best effort, see header).
@@ -149,7 +236,10 @@ class PerCpuMib {
       return 0;
     }
     return ReadHotplugConsistent(topo_, [&] {
-      return acc_[item].Read() + FoldField(blocks_, OnlineCpus(topo_), item);
+      // Relaxed suffices for shared_: it only grows (fetch_adds).
+      return acc_[item].Read() +
+             shared_[item].load(std::memory_order_relaxed) +
+             FoldField(blocks_, OnlineCpus(topo_), item);
     });
   }
 
@@ -160,7 +250,10 @@ class PerCpuMib {
       // Pairs with: WriteEnd()/WriteBegin() of Topology's event path (the
       // acquire load / acquire fence are inside ReadBegin/ReadRetry).
       const uint32_t start = seq.ReadBegin();
-      for (size_t i = 0; i < N; ++i) out[i] = acc_[i].Read();
+      for (size_t i = 0; i < N; ++i) {
+        // Relaxed suffices for shared_: it only grows (fetch_adds).
+        out[i] = acc_[i].Read() + shared_[i].load(std::memory_order_relaxed);
+      }
       FoldAll(blocks_, OnlineCpus(topo_), out);
       if (!seq.ReadRetry(start)) return;
     }
@@ -180,7 +273,10 @@ class PerCpuMib {
     for (;;) {
       // Pairs with: as in Snapshot().
       const uint32_t start = seq.ReadBegin();
-      for (size_t i = 0; i < N; ++i) out[i] = acc_[i].Read();
+      for (size_t i = 0; i < N; ++i) {
+        // Relaxed suffices: as in Snapshot().
+        out[i] = acc_[i].Read() + shared_[i].load(std::memory_order_relaxed);
+      }
       FoldAll(blocks_, PresentCpus(topo_), out);
       if (!seq.ReadRetry(start)) return;
     }
@@ -200,7 +296,38 @@ class PerCpuMib {
       : topo_(topo),
         alloc_(alloc),
         num_possible_(topo.num_possible()),
-        blocks_(blocks) {}
+        blocks_(blocks) {
+    for (size_t i = 0; i < N; ++i) {
+      // Relaxed suffices: not yet published.
+      shared_[i].store(0, std::memory_order_relaxed);
+    }
+  }
+
+  // The add by the CPU's current owner (transient claim or token): the
+  // block's only writer, ordered after earlier folds by the claim.
+  void AddOwned(int cpu, size_t item, uint64_t delta) {
+    Block& b = *blocks_.on(cpu);
+    b.syncp.UpdateBegin();
+    b.items[item].Add(delta);
+    b.syncp.UpdateEnd();
+  }
+
+  void AddShared(size_t item, uint64_t delta) {
+    // Relaxed suffices: many writers, atomicity alone is needed; readers
+    // add it inside their hotplug read section.
+    shared_[item].fetch_add(delta, std::memory_order_relaxed);
+  }
+
+  // kOnline (before the bit is set): a late add of a stale token (a P1
+  // violation, already reported at kOffline) is moved, not lost.
+  void FoldBlock(Block& b) {
+    b.syncp.UpdateBegin();
+    for (size_t i = 0; i < N; ++i) {
+      acc_[i].Set(acc_[i].Read() + b.items[i].Read());
+      b.items[i].Set(0);
+    }
+    b.syncp.UpdateEnd();
+  }
 
   Status FoldCallback(HotplugEvent event, int cpu) {
     if (cpu < 0 || cpu >= num_possible_) {
@@ -210,6 +337,10 @@ class PerCpuMib {
     // Only kOffline and kOnline touch the block; the CPU is present for
     // both, so its memory is backed.
     if (event == HotplugEvent::kOffline) {
+      // Take the CPU from writers: wait out a transient Add, then mark it
+      // dead (later Add(cpu) calls go to shared_). A token should have been
+      // released before Offline (P1).
+      const uint32_t was = writers_.MarkDead(cpu);
       Block& b = *blocks_.on(cpu);
       // Runs inside the hotplug write section; the dying CPU has no writer
       // (precondition), so this is the only writer of its block, and the
@@ -224,18 +355,15 @@ class PerCpuMib {
         b.items[i].Set(0);
       }
       b.syncp.UpdateEnd();
-    } else if (event == HotplugEvent::kOnline) {
-      const Block& b = *blocks_.on(cpu);
-      // A CPU comes online with an all-zero block: zeroed at allocation or
-      // at its last offline fold, and nobody writes an offline CPU's block.
-      for (size_t i = 0; i < N; ++i) {
-        if (b.items[i].Read() != 0) {
-          return InternalError("PerCpuMib::FoldCallback: cpu " +
-                               std::to_string(cpu) +
-                               " comes online with non-zero item " +
-                               std::to_string(i));
-        }
+      if (was == internal::CpuWriterTable::kToken) {
+        return FailedPreconditionError(
+            "PerCpuMib: a WriterToken of the CPU is still held at Offline "
+            "(release it before the CPU goes offline)");
       }
+    } else if (event == HotplugEvent::kOnline) {
+      // Normally all zero (folded at offline; dead CPUs take no adds).
+      FoldBlock(*blocks_.on(cpu));
+      writers_.MarkOnline(cpu);
     }
     return Status::Ok();
   }
@@ -245,6 +373,8 @@ class PerCpuMib {
   const int num_possible_;
   PerCpuPtr<Block> blocks_;
   U64Stat acc_[N];
+  internal::Atomic<uint64_t> shared_[N];  // adds that found the CPU taken
+  internal::CpuWriterTable writers_;      // who writes each CPU's block
   uint64_t callback_id_ = 0;
 };
 

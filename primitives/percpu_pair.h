@@ -27,12 +27,16 @@
 // Reader (LatchRead): v1 = version (acquire); read copy[v1&1]; acquire
 // fence; v2 = version; retry unless v1 == v2.
 //
-// Hotplug: the fold callback, for kOffline/kAbsent of c, takes c's lock,
-// moves the active pair into the accumulator and publishes (0, 0) as a new
-// version -- inside the hotplug write section. Readers sum acc + overflow +
-// every PRESENT CPU's latch inside a hotplug read section, so a fallback
-// writer with a stale id that updates c after its fold is still counted
-// (c stays visited until absent), as in percpu_stats.h.
+// Hotplug: the fold callback takes c's lock, moves the active pair into the
+// accumulator and publishes (0, 0) as a new version -- inside the hotplug
+// write section -- for kAbsent (after the topology cleared c's present bit
+// and fenced rseq writers), kPresent (a delayed fallback update, before the
+// bit is set) and, in fallback mode only, kOffline; the kAbsent teardown
+// folds once more before the allocator releases the unit. The rseq section
+// tests c's present bit, so rseq updates land only in visited latches.
+// Readers sum acc + overflow + every PRESENT CPU's latch inside a hotplug
+// read section, so a fallback writer with a stale id that updates c after
+// its offline fold is still counted, as in percpu_stats.h.
 //
 // Memory-ordering contract (ordering table in docs/writers.md):
 //   * Per CPU, a pair a reader returns is the state after some prefix of
@@ -55,7 +59,8 @@
 //   * Topology and allocator outlive the object; debug builds report use
 //     after destruction via contract.h.
 //   * Known fallback limit as in percpu_stats.h: a writer delayed across
-//     both Offline and SetAbsent of its CPU may lose that update.
+//     both Offline and SetAbsent of its CPU whose update lands between the
+//     kAbsent teardown fold and the allocator's madvise loses it.
 #ifndef PERCPU_PRIMITIVES_PERCPU_PAIR_H_
 #define PERCPU_PRIMITIVES_PERCPU_PAIR_H_
 
@@ -201,7 +206,16 @@ class PerCpuPacketsBytes {
     }
     PerCpuPacketsBytes* self = obj.get();
     StatusOr<uint64_t> id = topo.RegisterHotplugCallbacks(
-        nullptr, [self](HotplugEvent event, int cpu) {
+        [self](HotplugEvent event, int cpu) {
+          // Teardown of kAbsent: fold once more right before the allocator
+          // releases the unit (see PerCpuU64Mib::TeardownCallback).
+          if (event == HotplugEvent::kAbsent &&
+              static_cast<uint32_t>(cpu) < self->n_) {
+            self->FoldCpu(cpu);
+          }
+          return Status::Ok();
+        },
+        [self](HotplugEvent event, int cpu) {
           return self->FoldCallback(event, cpu);
         });
     if (!id.ok()) return id.status();
@@ -222,8 +236,10 @@ class PerCpuPacketsBytes {
     if (!CheckAlive()) return;
 #if defined(PERCPU_HAVE_RSEQ_LATCH_ASM)
     if (__builtin_expect(use_rseq_, 1)) {
+      // Bounded by the present mask readers visit (percpu_stats.h).
       const uint32_t cpu = internal::RseqLatchAddPair(
-          slots_.base_address(), slots_.stride(), n_, packets, bytes);
+          slots_.base_address(), slots_.stride(), n_, topo_.present_words(),
+          packets, bytes);
       if (__builtin_expect(cpu >= n_, 0)) {
         internal::LatchLockedAdd(overflow_, packets, bytes);
       }
@@ -318,25 +334,35 @@ class PerCpuPacketsBytes {
     }
   }
 
+  void FoldCpu(int cpu) {
+    // rseq mode: called only where no rseq writer can reach the latch (see
+    // FoldCallback); fallback mode: late writers take the lock, so the move
+    // is exact.
+    Latch& s = *slots_.on(cpu);
+    internal::LatchLock(s);
+    const PacketsBytes old = internal::LatchWriteLocked(s, 0, 0, true);
+    internal::LatchUnlock(s);
+    // Relaxed suffices: single writer (callbacks are serialized); readers
+    // read acc inside the hotplug read section.
+    acc_packets_.store(acc_packets_.load(std::memory_order_relaxed) +
+                           old.packets,
+                       std::memory_order_relaxed);
+    acc_bytes_.store(acc_bytes_.load(std::memory_order_relaxed) + old.bytes,
+                     std::memory_order_relaxed);
+  }
+
+  // The events that move a latch, as PerCpuU64Mib::FoldCallback: kOffline
+  // only in fallback mode (an rseq writer may still run on the real CPU),
+  // kAbsent after the topology cleared the bit and fenced rseq writers,
+  // kPresent before the bit is set (a delayed fallback update).
   Status FoldCallback(HotplugEvent event, int cpu) {
     if (static_cast<uint32_t>(cpu) >= n_) {
       return OutOfRangeError("PerCpuPacketsBytes::FoldCallback: cpu " +
                              std::to_string(cpu));
     }
-    if (event == HotplugEvent::kOffline || event == HotplugEvent::kAbsent) {
-      // In rseq mode no writer runs on a (really) offline CPU; in fallback
-      // mode late writers take the lock, so the move is exact.
-      Latch& s = *slots_.on(cpu);
-      internal::LatchLock(s);
-      const PacketsBytes old = internal::LatchWriteLocked(s, 0, 0, true);
-      internal::LatchUnlock(s);
-      // Relaxed suffices: single writer (callbacks are serialized); readers
-      // read acc inside the hotplug read section.
-      acc_packets_.store(acc_packets_.load(std::memory_order_relaxed) +
-                             old.packets,
-                         std::memory_order_relaxed);
-      acc_bytes_.store(acc_bytes_.load(std::memory_order_relaxed) + old.bytes,
-                       std::memory_order_relaxed);
+    if ((event == HotplugEvent::kOffline && !use_rseq_) ||
+        event == HotplugEvent::kAbsent || event == HotplugEvent::kPresent) {
+      FoldCpu(cpu);
     }
     return Status::Ok();
   }

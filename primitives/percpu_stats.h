@@ -16,11 +16,15 @@
 // once, at Create:
 //   * rseq: when CurrentWriterMode() == kRseq AND the topology describes the
 //     real CPUs (Topology::FromSysfs) -- or the caller sets
-//     PerCpuStatsOptions::rseq_with_simulated_topology, promising that no
-//     simulated offline/absent event hits a CPU id writers run on while they
-//     write (tests without hotplug). Add() is ONE restartable load/add/store
-//     of the item's word (internal::RseqAddU64 with base = item i of CPU 0's
-//     block, stride = unit stride): no lock prefix, single writer per slot.
+//     PerCpuStatsOptions::rseq_with_simulated_topology -- AND the hotplug
+//     fence (membarrier MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, Linux >= 5.10)
+//     registered. Add() is ONE restartable sequence (internal::
+//     RseqAddU64Present): read the CPU id, test the CPU's bit in the
+//     topology's present mask (clear: the add goes to the overflow counter),
+//     then load/add/store the item's word: no lock prefix, single writer per
+//     slot. Bounded by the mask readers visit, no rseq add ever lands where
+//     readers do not look (a lagging sysfs folder that does not list the
+//     real CPU yet sends its adds to the overflow counter).
 //   * fallback (everything else, in particular every simulated topology):
 //     cpu = sched_getcpu(); if cpu is a present CPU of the topology, a relaxed
 //     fetch_add on its slot; else the per-item overflow counter. Several
@@ -32,17 +36,25 @@
 //   modes: nothing is lost, nothing indexed out of bounds. The two modes never
 //   meet on one object's slots.
 //
-// Hotplug: a fold callback (inside the topology's hotplug write section)
-// moves, for kOffline and kAbsent of cpu c, every slot of c into the
-// object's accumulator with an atomic exchange(0): acc[i] += slot_c[i].
-// Readers compute acc + overflow + sum over the PRESENT CPUs inside a
-// hotplug_seq() read section. Visiting present (not only online) CPUs is
-// what makes the fallback race harmless: a writer that read cpu == c before
-// c went offline and adds after c's fold leaves its delta in c's slot, which
-// readers still visit (and the next fold of c moves again); no value ever
-// moves outside the write section, so totals are exact and monotonic, and
-// exchange(0) moves each value exactly once (docs/writers.md has the proof;
-// verification/percpu_stats_model_test.cc checks it).
+// Hotplug (docs/fold_and_hotplug.md): readers compute acc + overflow + sum
+// over the PRESENT CPUs inside a hotplug_seq() read section. The fold
+// callback (inside the topology's hotplug write section) moves a CPU's
+// slots into the accumulator with an atomic exchange(0):
+//   * kOffline: fallback mode only. In rseq mode nothing moves: the slot
+//     stays visited, and a fold could race an rseq store (the real CPU may
+//     still be running writers while a lagging sysfs folder says offline).
+//   * kAbsent: the topology clears the present bit, runs the rseq fence
+//     (every rseq section that read the old bit has committed or aborted),
+//     then folds; the teardown phase folds once more right before the
+//     allocator releases the unit (a fallback add delayed across Offline and
+//     SetAbsent).
+//   * kPresent: before the bit is set and before the allocator prepares the
+//     unit, whatever it holds is folded: nothing is discarded.
+// Visiting present (not only online) CPUs makes the fallback offline race
+// harmless: a writer that read cpu == c before c went offline and adds after
+// c's fold leaves its delta in c's still-visited slot. The exchange moves
+// each value exactly once, so totals are exact and monotonic
+// (verification/percpu_stats_model_test.cc checks it).
 //
 // Memory-ordering contract: adds are relaxed RMWs (or the rseq store); no
 // ordering with other data. Read/FoldAll return, per CPU, a value its slot
@@ -56,11 +68,12 @@
 //     CurrentWriterMode() was called outside a handler (Create does).
 //   * Readers anywhere except inside a hotplug callback of the same topology
 //     or a handler interrupting that topology's hotplug event (they spin).
-//   * Known limit of the fallback: a writer delayed between sched_getcpu()
-//     and its fetch_add across BOTH the Offline and the SetAbsent (hot-remove)
-//     of its CPU writes into released memory and may lose that one update
-//     (detecting in-flight writers would need a grace period on the hot
-//     path). Offline/online races lose nothing.
+//   * Known limit of the fallback: a writer delayed between its present-bit
+//     test and its fetch_add across BOTH the Offline and the SetAbsent of
+//     its CPU, whose fetch_add lands between the kAbsent teardown fold and
+//     the allocator's madvise (a few instructions and one syscall), loses
+//     that update; one landing after the madvise is folded at the CPU's next
+//     kPresent (until then it is not counted). In rseq mode nothing is lost.
 //   * The topology and allocator outlive the object; no access during or
 //     after destruction (debug builds catch a late Add/Read through a
 //     poisoned magic word, reported via contract.h).
@@ -105,11 +118,15 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free,
 #endif
 
 // Whether an object on `topo` uses the rseq writer.
+// The rseq writer also needs the hotplug fence (membarrier RSEQ, Linux >=
+// 5.10): without it a kAbsent fold could race an rseq store, so such a
+// process uses the fallback writer (docs/fold_and_hotplug.md).
 inline bool StatsUseRseq(const Topology& topo,
                          const PerCpuStatsOptions& options) {
 #if PERCPU_HAVE_RSEQ_ASM
   return CurrentWriterMode() == WriterMode::kRseq &&
-         (!topo.sysfs_dir().empty() || options.rseq_with_simulated_topology);
+         (!topo.sysfs_dir().empty() || options.rseq_with_simulated_topology) &&
+         EnableRseqHotplugFence();
 #else
   (void)topo;
   (void)options;
@@ -169,7 +186,10 @@ class PerCpuU64Mib {
     // Registered before any writer can see the object.
     PerCpuU64Mib* self = mib.get();
     StatusOr<uint64_t> id = topo.RegisterHotplugCallbacks(
-        nullptr, [self](HotplugEvent event, int cpu) {
+        [self](HotplugEvent event, int cpu) {
+          return self->TeardownCallback(event, cpu);
+        },
+        [self](HotplugEvent event, int cpu) {
           return self->FoldCallback(event, cpu);
         });
     if (!id.ok()) return id.status();  // the destructor frees the slots
@@ -200,9 +220,10 @@ class PerCpuU64Mib {
     }
 #if PERCPU_HAVE_RSEQ_ASM
     if (__builtin_expect(use_rseq_, 1)) {
-      const uint32_t cpu = internal::RseqAddU64(
+      // Bounded by the present mask readers visit (see "Writers" above).
+      const uint32_t cpu = internal::RseqAddU64Present(
           slots_.base_address() + item * sizeof(Word), slots_.stride(), n_,
-          delta);
+          present_mask_, delta);
       if (__builtin_expect(cpu >= n_, 0)) AddOverflow(item, delta);
       return;
     }
@@ -339,6 +360,7 @@ class PerCpuU64Mib {
         alloc_(alloc),
         slots_(slots),
         n_(static_cast<uint32_t>(topo.num_possible())),
+        present_mask_(topo.present_words()),
         use_rseq_(use_rseq) {
     for (size_t i = 0; i < N; ++i) {
       // Relaxed suffices: not yet published (Create returns it).
@@ -376,18 +398,46 @@ class PerCpuU64Mib {
     overflow_[item].fetch_add(delta, std::memory_order_relaxed);
   }
 
+  void FoldCpu(int cpu) {
+    Word* words = slots_.on(cpu);
+    for (size_t i = 0; i < N; ++i) {
+      internal::FoldSlotIntoAcc(words[i], acc_[i]);
+    }
+  }
+
+  // Inside the hotplug write section (docs/fold_and_hotplug.md):
+  //   kOffline  fallback: move the slot (exchange) -- a late add stays in
+  //             the still-visited slot. rseq: nothing (the slot stays where
+  //             readers look; a real CPU may still be running a writer
+  //             when a lagging sysfs folder says "offline").
+  //   kAbsent   the present bit is already clear and, in rseq mode, the
+  //             membarrier fence ran: no rseq store can reach the slot, so
+  //             the exchange moves it exactly.
+  //   kPresent  (before the bit is set, before the allocator's prepare)
+  //             move whatever the unit holds (a fallback add delayed across
+  //             the CPU's removal) so the allocator discards nothing.
   Status FoldCallback(HotplugEvent event, int cpu) {
     if (static_cast<uint32_t>(cpu) >= n_) {
       return OutOfRangeError("PerCpuU64Mib::FoldCallback: cpu " +
                              std::to_string(cpu));
     }
-    // kOffline and kAbsent: the CPU is still present (its memory is released
-    // by the allocator's teardown callback only after the fold callbacks).
-    if (event == HotplugEvent::kOffline || event == HotplugEvent::kAbsent) {
-      Word* words = slots_.on(cpu);
-      for (size_t i = 0; i < N; ++i) {
-        internal::FoldSlotIntoAcc(words[i], acc_[i]);
-      }
+    if ((event == HotplugEvent::kOffline && !use_rseq_) ||
+        event == HotplugEvent::kAbsent || event == HotplugEvent::kPresent) {
+      FoldCpu(cpu);
+    }
+    return Status::Ok();
+  }
+
+  // Teardown phase of kAbsent, outside the write section and just before
+  // the allocator's teardown releases the unit (teardown runs in reverse
+  // registration order; the allocator registered before this object): a
+  // fallback add delayed across Offline and SetAbsent that landed after
+  // the write-section fold is moved now. The unit is no longer visited,
+  // so moving it into acc only makes totals grow. What is left is the
+  // window from this exchange to the allocator's madvise (documented).
+  Status TeardownCallback(HotplugEvent event, int cpu) {
+    if (event == HotplugEvent::kAbsent && static_cast<uint32_t>(cpu) < n_) {
+      FoldCpu(cpu);
     }
     return Status::Ok();
   }
@@ -396,10 +446,11 @@ class PerCpuU64Mib {
   PerCpuAllocator& alloc_;
   PerCpuPtr<Word> slots_;
   const uint32_t n_;
+  const Word* const present_mask_;  // topo_.present_words()
   const bool use_rseq_;
   uint32_t magic_ = kAliveMagic;
   uint64_t callback_id_ = 0;
-  Word acc_[N];       // written only by the fold callback
+  Word acc_[N];       // written only by the hotplug callbacks
   Word overflow_[N];  // fetch_add by writers without a usable CPU id
 };
 

@@ -239,3 +239,45 @@ TEST_CASE("FromSysfs topology: rseq writer when the process mode is rseq") {
 
 }  // namespace
 }  // namespace percpu
+
+namespace percpu {
+namespace {
+
+// Issue 12 item 6: destroying a counter from inside a hotplug callback
+// works: its callbacks are unregistered (no dangling callback runs at the
+// next event; ASan builds would report one) and its memory is freed.
+TEST_CASE("PerCpuU64: destroyed from inside a hotplug callback") {
+  Env env(std::move(*Topology::Simulated(4, 4, 4)));
+  auto c = std::move(*PerCpuU64::Create(*env.topo, *env.alloc));
+  auto keep = std::move(*PerCpuU64::Create(*env.topo, *env.alloc));
+  REQUIRE(c->AddOnCpu(1, 5).ok() == !c->uses_rseq());
+  REQUIRE(keep->AddOnCpu(1, 7).ok());
+  PerCpuU64* raw = c.get();
+  int destroyed = 0;
+  // Registered after the counters: its fold runs after theirs.
+  auto id = env.topo->RegisterHotplugCallbacks(
+      [&](HotplugEvent, int) {
+        if (c != nullptr) {
+          c.reset();
+          ++destroyed;
+        }
+        return Status::Ok();
+      },
+      nullptr);
+  REQUIRE(id.ok());
+  CHECK(env.alloc->stats().live_objects == 2);
+  REQUIRE(env.topo->Offline(1).ok());  // teardown phase destroys c
+  CHECK(destroyed == 1);
+  CHECK(c == nullptr);
+  CHECK(env.alloc->stats().live_objects == 1);
+  // Later events run no callback of the destroyed counter.
+  REQUIRE(env.topo->SetAbsent(1).ok());
+  REQUIRE(env.topo->SetPresent(1).ok());
+  REQUIRE(env.topo->Online(1).ok());
+  CHECK(keep->Sum() == 7);
+  (void)raw;
+  CHECK(env.topo->UnregisterHotplugCallbacks(*id).ok());
+}
+
+}  // namespace
+}  // namespace percpu

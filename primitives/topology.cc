@@ -4,6 +4,20 @@
 #include <sstream>
 #include <utility>
 
+#if !defined(PERCPU_MODEL_CHECK) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#if defined(__NR_membarrier)
+#define PERCPU_HAVE_MEMBARRIER_RSEQ 1
+#endif
+#endif
+#if !defined(PERCPU_HAVE_MEMBARRIER_RSEQ)
+#define PERCPU_HAVE_MEMBARRIER_RSEQ 0
+#endif
+
 namespace percpu {
 namespace {
 
@@ -186,63 +200,137 @@ Status Topology::CheckCpuLocked(const char* op, int cpu) const {
   return Status::Ok();
 }
 
-Status Topology::FireLocked(HotplugEvent event, int cpu) {
-  const bool bring_up =
-      event == HotplugEvent::kPresent || event == HotplugEvent::kOnline;
-  std::string failures;
-  int num_failures = 0;
-  StatusCode first_code = StatusCode::kOk;
-  const auto record = [&](const char* phase, uint64_t id, const Status& s) {
-    if (s.ok()) return;
-    if (num_failures++ == 0) first_code = s.code();
-    if (!failures.empty()) failures += "; ";
-    failures += std::string(phase) + " callback #" + std::to_string(id) +
-                ": " + s.ToString();
-  };
-  const auto result = [&](const char* suffix) {
-    if (num_failures == 0) return Status::Ok();
-    return Status(first_code,
-                  std::string("Topology: ") + HotplugEventName(event) +
-                      " of CPU " + std::to_string(cpu) + ": " +
-                      std::to_string(num_failures) +
-                      " hotplug callback(s) failed: " + failures + suffix);
-  };
-
-  CallbackScope scope(this);
-  if (bring_up) {
-    for (const Registration& r : regs_) {
-      if (r.prepare) record("prepare", r.id, r.prepare(event, cpu));
-    }
-    if (num_failures > 0) return result(" (event vetoed; masks unchanged)");
+void Topology::RunCallbackLocked(const char* phase, const Registration& r,
+                                 const HotplugCallback& cb, HotplugEvent event,
+                                 int cpu) {
+  if (r.dead || !cb) return;
+  // Nothing here allocates: failures_ has room for every callback of the
+  // event, and a Status is moved, not copied. A throwing callback is
+  // caught, so a write section is always closed (an exception escaping it
+  // would leave the seqcount odd and every reader spinning forever).
+  try {
+    Status s = cb(event, cpu);
+    if (!s.ok()) failures_.push_back(Failure{phase, r.id, std::move(s)});
+  } catch (...) {
+    failures_.push_back(Failure{phase, r.id, Status(), true});
   }
+}
 
+void Topology::UpdateMaskLocked(HotplugEvent event, int cpu) {
+  const bool set =
+      event == HotplugEvent::kPresent || event == HotplugEvent::kOnline;
   internal::Atomic<uint64_t>* words =
       (event == HotplugEvent::kPresent || event == HotplugEvent::kAbsent)
           ? present_words_.get()
           : online_words_.get();
   const uint64_t bit = uint64_t{1} << (cpu % 64);
-  seq_.WriteBegin();
-  for (const Registration& r : regs_) {
-    if (r.fold) record("fold", r.id, r.fold(event, cpu));
-  }
   // Relaxed suffices: mu_ makes this thread the only writer of the words,
   // and the seqcount write section (WriteEnd's release store) orders the
-  // store for readers in a read section.
+  // store for readers in a read section. rseq writers that test the
+  // present bit are ordered by the membarrier fence at kAbsent instead
+  // (see FireLocked).
   const uint64_t old = words[cpu / 64].load(std::memory_order_relaxed);
   // Relaxed: see above.
-  words[cpu / 64].store(bring_up ? (old | bit) : (old & ~bit),
+  words[cpu / 64].store(set ? (old | bit) : (old & ~bit),
                         std::memory_order_relaxed);
-  seq_.WriteEnd();
-  // Relaxed suffices: diagnostic counter, written under mu_ only.
-  events_fired_.store(events_fired_.load(std::memory_order_relaxed) + 1,
-                      std::memory_order_relaxed);
+}
 
-  if (!bring_up) {
-    for (auto it = regs_.rbegin(); it != regs_.rend(); ++it) {
-      if (it->prepare) record("teardown", it->id, it->prepare(event, cpu));
-    }
+void Topology::EraseDeadLocked() {
+  if (!has_dead_) return;
+  for (auto it = regs_.begin(); it != regs_.end();) {
+    it = it->dead ? regs_.erase(it) : it + 1;
   }
-  return result("");
+  has_dead_ = false;
+}
+
+Status Topology::FireLocked(HotplugEvent event, int cpu) {
+  const bool bring_up =
+      event == HotplugEvent::kPresent || event == HotplugEvent::kOnline;
+  failures_.clear();
+  // Room for one failure per callback and phase, so recording a failure
+  // inside a write section never allocates (reserve may throw bad_alloc
+  // here, outside any section, leaving everything unchanged).
+  failures_.reserve(2 * regs_.size() + 1);
+  bool fence_failed = false;
+  // Formats the result after every write section is closed.
+  const auto result = [&](const char* suffix) {
+    if (failures_.empty() && !fence_failed) return Status::Ok();
+    std::string text;
+    StatusCode first_code =
+        fence_failed ? StatusCode::kInternal : StatusCode::kOk;
+    if (fence_failed) {
+      text = "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) failed";
+    }
+    for (const Failure& f : failures_) {
+      if (first_code == StatusCode::kOk) {
+        first_code = f.threw ? StatusCode::kInternal : f.status.code();
+      }
+      if (!text.empty()) text += "; ";
+      text += std::string(f.phase) + " callback #" + std::to_string(f.id) +
+              ": " +
+              (f.threw ? std::string("INTERNAL: threw an exception")
+                       : f.status.ToString());
+    }
+    const size_t n = failures_.size() + (fence_failed ? 1 : 0);
+    return Status(first_code, std::string("Topology: ") +
+                                  HotplugEventName(event) + " of CPU " +
+                                  std::to_string(cpu) + ": " +
+                                  std::to_string(n) +
+                                  " hotplug callback(s) failed: " + text +
+                                  suffix);
+  };
+
+  Status out;
+  {
+    CallbackScope scope(this);
+    if (bring_up) {
+      const size_t before = failures_.size();
+      for (size_t i = 0; i < regs_.size(); ++i) {
+        RunCallbackLocked("prepare", regs_[i], regs_[i].prepare, event, cpu);
+      }
+      if (failures_.size() > before) {
+        EraseDeadLocked();
+        return result(" (event vetoed; masks unchanged)");
+      }
+    }
+    seq_.WriteBegin();
+    if (event == HotplugEvent::kAbsent) {
+      // Hot-remove: clear the present bit FIRST, then fence rseq writers,
+      // then fold. After the fence no restartable section that read the old
+      // bit is still running (each committed before the fence or was
+      // aborted and will re-read the mask), so the fold's exchange races no
+      // rseq store; fallback writers re-check the bit and their RMWs are
+      // atomic with the exchange. Readers spin for the fence's duration
+      // (one syscall, about 1 us here; docs/fold_and_hotplug.md).
+      UpdateMaskLocked(event, cpu);
+      if (!internal::RunRseqHotplugFence()) fence_failed = true;
+      for (size_t i = 0; i < regs_.size(); ++i) {
+        RunCallbackLocked("fold", regs_[i], regs_[i].fold, event, cpu);
+      }
+    } else {
+      // kPresent's folds run here, before the bit is set: they move what a
+      // unit holds (a fallback add delayed across the CPU's removal) into
+      // accumulators; the allocator's prepare does not discard unit
+      // contents, so nothing is lost.
+      for (size_t i = 0; i < regs_.size(); ++i) {
+        RunCallbackLocked("fold", regs_[i], regs_[i].fold, event, cpu);
+      }
+      UpdateMaskLocked(event, cpu);
+    }
+    seq_.WriteEnd();
+    // Relaxed suffices: diagnostic counter, written under mu_ only.
+    events_fired_.store(events_fired_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+
+    if (!bring_up) {
+      for (size_t i = regs_.size(); i-- > 0;) {
+        RunCallbackLocked("teardown", regs_[i], regs_[i].prepare, event, cpu);
+      }
+    }
+    EraseDeadLocked();
+    out = result("");
+  }
+  return out;
 }
 
 Status Topology::SetPresent(int cpu) {
@@ -376,13 +464,24 @@ StatusOr<uint64_t> Topology::RegisterHotplugCallbacks(HotplugCallback prepare,
 
 Status Topology::UnregisterHotplugCallbacks(uint64_t id) {
   if (InCallbackOfThis()) {
-    return FailedPreconditionError(
-        "Topology::UnregisterHotplugCallbacks: called from inside a hotplug "
-        "callback");
+    // From inside a callback of this topology (e.g. a counter destroyed by
+    // a user's hotplug callback): this thread already holds mu_. Mark the
+    // registration dead: it never runs again, also later in this event,
+    // and is erased when the event ends (not now: that could destroy the
+    // std::function that is running).
+    for (Registration& r : regs_) {
+      if (r.id == id && !r.dead) {
+        r.dead = true;
+        has_dead_ = true;
+        return Status::Ok();
+      }
+    }
+    return NotFoundError("Topology::UnregisterHotplugCallbacks: no callbacks "
+                         "registered with id " + std::to_string(id));
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = regs_.begin(); it != regs_.end(); ++it) {
-    if (it->id == id) {
+    if (it->id == id && !it->dead) {
       regs_.erase(it);
       return Status::Ok();
     }
@@ -390,5 +489,70 @@ Status Topology::UnregisterHotplugCallbacks(uint64_t id) {
   return NotFoundError("Topology::UnregisterHotplugCallbacks: no callbacks "
                        "registered with id " + std::to_string(id));
 }
+
+namespace internal {
+
+#if PERCPU_HAVE_MEMBARRIER_RSEQ
+namespace {
+// The kernel ABI's values (include/uapi/linux/membarrier.h; an enum there,
+// so not testable with #ifdef, and absent from older headers).
+constexpr int kMembarrierCmdQuery = 0;
+constexpr int kMembarrierCmdPrivateExpeditedRseq = 1 << 7;
+constexpr int kMembarrierCmdRegisterPrivateExpeditedRseq = 1 << 8;
+
+// Relaxed suffices for both flags below: g_fence_enabled is set once, under
+// g_fence_once, after the registration syscall returned; a thread that sees
+// it set runs the fence syscall (the kernel orders the registration). A
+// thread that does not see it yet cannot have created an rseq object that
+// relies on it (Create calls EnableRseqHotplugFence on its own thread and
+// publishes the object afterwards through the caller's synchronization).
+std::atomic<bool> g_fence_enabled{false};
+std::once_flag g_fence_once;
+}  // namespace
+
+bool EnableRseqHotplugFence() {
+  std::call_once(g_fence_once, [] {
+    const long cmds = syscall(__NR_membarrier, kMembarrierCmdQuery, 0, 0);
+    if (cmds < 0 || (cmds & kMembarrierCmdPrivateExpeditedRseq) == 0) return;
+    if (syscall(__NR_membarrier,
+                kMembarrierCmdRegisterPrivateExpeditedRseq, 0, 0) != 0) {
+      return;
+    }
+    // Relaxed: see above.
+    g_fence_enabled.store(true, std::memory_order_relaxed);
+  });
+  return RseqHotplugFenceEnabled();
+}
+
+bool RseqHotplugFenceEnabled() {
+  // Relaxed: see above.
+  return g_fence_enabled.load(std::memory_order_relaxed);
+}
+
+bool RunRseqHotplugFence() {
+  if (!RseqHotplugFenceEnabled()) return true;
+  // A full barrier on every CPU running a thread of this process, and an
+  // abort of every restartable section in flight there (Pairs with: the
+  // rseq writer's present-bit load, which a restarted section repeats and
+  // which then observes the cleared bit stored before this call).
+  return syscall(__NR_membarrier, kMembarrierCmdPrivateExpeditedRseq, 0, 0) ==
+         0;
+}
+#else
+#if defined(PERCPU_MODEL_CHECK)
+void (*g_model_rseq_fence)() = nullptr;
+bool RseqHotplugFenceEnabled() { return g_model_rseq_fence != nullptr; }
+bool RunRseqHotplugFence() {
+  if (g_model_rseq_fence != nullptr) g_model_rseq_fence();
+  return true;
+}
+#else
+bool RseqHotplugFenceEnabled() { return false; }
+bool RunRseqHotplugFence() { return true; }
+#endif
+bool EnableRseqHotplugFence() { return false; }
+#endif
+
+}  // namespace internal
 
 }  // namespace percpu

@@ -28,7 +28,14 @@
 //     reader inside a hotplug_seq read section sees either the old masks and
 //     the CPU's counts or the new masks and the moved counts, never both or
 //     neither. Within the write section the fold callbacks run first and the
-//     mask word is updated last.
+//     mask word is updated last -- except for kAbsent, where the present bit
+//     is cleared first, then the rseq hotplug fence runs (membarrier, see
+//     internal::RunRseqHotplugFence below), then the fold callbacks: rseq
+//     writers test the present bit inside their restartable section, and
+//     after the fence none that saw the old bit is still running.
+//   Exceptions: a callback that throws is caught and reported as an
+//   INTERNAL failure of that callback ("threw an exception"); the write
+//   section is always closed. Nothing inside a write section allocates.
 //   Failures: every callback runs even if an earlier one failed; the event
 //   returns a Status (code of the first failure) whose message lists every
 //   failed callback with its id and message. A failing prepare callback of
@@ -51,7 +58,10 @@
 //   * Event methods, Register/UnregisterHotplugCallbacks and Rescan are
 //     serialized by one internal mutex and may be called from any thread,
 //     except from inside a hotplug callback of the same Topology (they then
-//     return FailedPrecondition instead of deadlocking).
+//     return FailedPrecondition instead of deadlocking) -- with one
+//     exception: UnregisterHotplugCallbacks works from inside a callback
+//     (e.g. a counter destroyed by a user's callback); the registration
+//     never runs again, also not later in the same event.
 //   * After RegisterHotplugCallbacks() returns, every later event runs the
 //     new callbacks, and every earlier event is complete (its mask changes
 //     are visible to the registering thread). After
@@ -142,7 +152,8 @@ class Topology {
   // Either callback may be empty. Returns the registration id (never 0).
   StatusOr<uint64_t> RegisterHotplugCallbacks(HotplugCallback prepare,
                                               HotplugCallback fold);
-  // NotFound for an unknown id; FailedPrecondition from inside a callback.
+  // NotFound for an unknown id. Works from inside a callback of this
+  // topology (see the header comment).
   Status UnregisterHotplugCallbacks(uint64_t id);
 
   // Readers' side of the hotplug protocol: the write section of every event
@@ -161,6 +172,13 @@ class Topology {
     ForEachInWords(present_words_.get(), f);
   }
 
+  // The present-mask words, for rseq writers that test their CPU's bit
+  // inside the restartable section (internal/rseq_asm.h): bit c of word
+  // c / 64. Valid for the topology's lifetime; num_possible() bits.
+  const internal::Atomic<uint64_t>* present_words() const {
+    return present_words_.get();
+  }
+
   // Number of events fired so far (diagnostics; relaxed).
   uint64_t events_fired() const;
 
@@ -169,6 +187,18 @@ class Topology {
     uint64_t id;
     HotplugCallback prepare;
     HotplugCallback fold;
+    // Set by UnregisterHotplugCallbacks() called from inside a callback of
+    // this topology: never run again; erased when the event ends (erasing
+    // it at once could destroy the std::function that is running).
+    bool dead = false;
+  };
+  // A callback failure recorded inside a write section: no formatting, no
+  // allocation there (failures_ has its capacity reserved beforehand).
+  struct Failure {
+    const char* phase;
+    uint64_t id;
+    Status status;      // moved from the callback's result (no allocation)
+    bool threw = false;  // the callback threw; status is empty then
   };
 
   Topology(std::string dir, const CpuMask& possible, const CpuMask& present,
@@ -200,6 +230,14 @@ class Topology {
   bool InCallbackOfThis() const;
   // The core of every event; requires mu_ held.
   Status FireLocked(HotplugEvent event, int cpu);
+  // Runs one callback, recording a failure or an exception into failures_
+  // without allocating (capacity reserved by FireLocked).
+  void RunCallbackLocked(const char* phase, const Registration& r,
+                         const HotplugCallback& cb, HotplugEvent event,
+                         int cpu);
+  // The mask-word update of an event (inside its write section).
+  void UpdateMaskLocked(HotplugEvent event, int cpu);
+  void EraseDeadLocked();
   Status CheckCpuLocked(const char* op, int cpu) const;
 
   const std::string dir_;
@@ -213,8 +251,38 @@ class Topology {
 
   std::mutex mu_;  // serializes events, (un)registration, Rescan
   std::vector<Registration> regs_;  // guarded by mu_
+  std::vector<Failure> failures_;   // guarded by mu_; FireLocked's scratch
+  bool has_dead_ = false;           // guarded by mu_
   uint64_t next_id_ = 1;            // guarded by mu_
 };
+
+namespace internal {
+
+// The rseq hotplug fence: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)
+// (Linux >= 5.10). An rseq writer whose restartable section tests its CPU's
+// present bit (internal/rseq_asm.h) may have read the bit before a kAbsent
+// event cleared it; after the fence returns, every such section has either
+// committed or been aborted (it restarts and reads the new mask). Topology
+// runs the fence at every kAbsent, between clearing the present bit and the
+// fold callbacks (docs/fold_and_hotplug.md, "rseq writers and hotplug").
+//
+// EnableRseqHotplugFence() registers the process once
+// (MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) and returns whether the
+// fence is available; thread-safe, idempotent. An object may use an rseq
+// writer bounded by a topology's present mask only if it returned true.
+// Always false under the model checker.
+bool EnableRseqHotplugFence();
+bool RseqHotplugFenceEnabled();
+// Runs the fence if it is enabled (a no-op otherwise). Returns false if the
+// syscall failed (it cannot once registered; reported as an event failure).
+bool RunRseqHotplugFence();
+#if defined(PERCPU_MODEL_CHECK)
+// The model checker's stand-in for membarrier (verification/
+// rseq_hotplug_model_test.cc installs it): RunRseqHotplugFence calls it.
+extern void (*g_model_rseq_fence)();
+#endif
+
+}  // namespace internal
 
 }  // namespace percpu
 

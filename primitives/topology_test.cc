@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,8 +167,10 @@ TEST_CASE("Topology: callback phases and order") {
                                    {"a.prep[-]Po", E::kOffline, 2}});
   calls.clear();
   REQUIRE(t->SetAbsent(2).ok());
-  CHECK(calls == std::vector<Call>{{"a.fold[w]Po", E::kAbsent, 2},
-                                   {"b.fold[w]Po", E::kAbsent, 2},
+  // kAbsent: the present bit is cleared first (then the rseq fence), so the
+  // folds already see it clear.
+  CHECK(calls == std::vector<Call>{{"a.fold[w]po", E::kAbsent, 2},
+                                   {"b.fold[w]po", E::kAbsent, 2},
                                    {"b.prep[-]po", E::kAbsent, 2},
                                    {"a.prep[-]po", E::kAbsent, 2}});
   calls.clear();
@@ -263,16 +266,19 @@ TEST_CASE("Topology: calls from inside a callback fail instead of deadlock") {
   REQUIRE(id.ok());
   REQUIRE(t->Online(1).ok());
   REQUIRE(seen.size() == 6);
-  for (const Status& s : seen) {
-    CHECK(s.code() == StatusCode::kFailedPrecondition);
+  // Unregistering from inside a callback works (issue 12 item 6): the
+  // callback unregistered itself (id 1) and never runs again.
+  CHECK(seen[0].ok());
+  for (size_t i = 1; i < seen.size(); ++i) {
+    CHECK(seen[i].code() == StatusCode::kFailedPrecondition);
   }
-  CHECK(seen[0].message() ==
-        "Topology::UnregisterHotplugCallbacks: called from inside a hotplug "
-        "callback");
   CHECK(seen[2].message() ==
         "Topology::Online(0): called from inside a hotplug callback");
   CHECK(present_inside == "0-1");
-  CHECK(t->UnregisterHotplugCallbacks(*id).ok());
+  REQUIRE(*id == 1);
+  CHECK(t->UnregisterHotplugCallbacks(*id).code() == StatusCode::kNotFound);
+  REQUIRE(t->Offline(1).ok());
+  CHECK(seen.size() == 6);  // did not run again
 }
 
 // Readers in a hotplug_seq read section see the fold's move and the mask
@@ -532,6 +538,82 @@ TEST_CASE("Topology::FromSysfs on this machine") {
                       << " online=" << (*t)->online().ToString()
                       << " _SC_NPROCESSORS_CONF=" << conf);
   CHECK((*t)->Rescan().ok());  // unchanged sysfs: no events
+}
+
+}  // namespace
+}  // namespace percpu
+
+namespace percpu {
+namespace {
+
+// Issue 12 item 5: a throwing callback must not leave the hotplug seqcount
+// odd (readers would spin forever); the exception becomes a Status.
+TEST_CASE("Topology: throwing callbacks never leave a write section open") {
+  auto t = MustSim(4, 4, 4);
+  int after = 0;
+  auto throwing_fold = t->RegisterHotplugCallbacks(
+      nullptr, [](HotplugEvent, int) -> Status {
+        throw std::runtime_error("fold threw");
+      });
+  auto next = t->RegisterHotplugCallbacks(
+      [&](HotplugEvent, int) -> Status {
+        ++after;
+        throw 42;  // not even a std::exception
+      },
+      [&](HotplugEvent, int) {
+        ++after;
+        return Status::Ok();
+      });
+  REQUIRE(throwing_fold.ok());
+  REQUIRE(next.ok());
+  Status s = t->Offline(2);
+  CHECK(s.code() == StatusCode::kInternal);
+  CHECK(s.message().find("fold callback #" + std::to_string(*throwing_fold) +
+                         ": INTERNAL: threw an exception") != std::string::npos);
+  CHECK(s.message().find("teardown callback #" + std::to_string(*next) +
+                         ": INTERNAL: threw an exception") != std::string::npos);
+  CHECK(after == 2);  // the later callbacks still ran
+  CHECK((t->hotplug_seq().RawCount() & 1) == 0);
+  CHECK(t->online().ToString() == "0-1,3");  // a reader does not spin
+  // A throwing bring-up prepare vetoes the event like a failing one.
+  s = t->Online(2);
+  CHECK(s.code() == StatusCode::kInternal);
+  CHECK(t->online().ToString() == "0-1,3");
+  CHECK((t->hotplug_seq().RawCount() & 1) == 0);
+}
+
+// Issue 12 item 6: unregistering from inside a callback (e.g. destroying
+// an object from a user's hotplug callback) works: the registration never
+// runs again, also not later in the same event.
+TEST_CASE("Topology: unregister another registration from inside a callback") {
+  auto t = MustSim(4, 4, 4);
+  int victim_runs = 0;
+  uint64_t victim = 0;
+  auto killer = t->RegisterHotplugCallbacks(
+      nullptr, [&](HotplugEvent, int) {
+        return victim != 0 ? t->UnregisterHotplugCallbacks(victim)
+                           : Status::Ok();
+      });
+  auto v = t->RegisterHotplugCallbacks(
+      [&](HotplugEvent, int) {
+        ++victim_runs;
+        return Status::Ok();
+      },
+      [&](HotplugEvent, int) {
+        ++victim_runs;
+        return Status::Ok();
+      });
+  REQUIRE(killer.ok());
+  REQUIRE(v.ok());
+  victim = *v;
+  // The killer's fold runs first and unregisters the victim: neither its
+  // fold nor its teardown runs in this event.
+  REQUIRE(t->Offline(1).ok());
+  CHECK(victim_runs == 0);
+  victim = 0;
+  REQUIRE(t->Online(1).ok());
+  CHECK(victim_runs == 0);
+  CHECK(t->UnregisterHotplugCallbacks(*v).code() == StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -93,6 +93,66 @@ struct ExitFoldVsSum : rl::test_suite<ExitFoldVsSum<kUseSeqcount>, 3> {
   }
 };
 
+// Slot reuse across threads (issue 12 item 1): T0 owns the slot, adds 1
+// and exits (exit fold), then releases the registry mutex; T1 takes the
+// SAME slot (mutex acquired after T0's release: modelled as release/acquire
+// on an atomic, the checker has no mutex model) and adds 4; T2 sums twice.
+// Consistent totals: {0, 1, 5}. The mutant drops the take-slot fence: a
+// reader can then see acc_old + slot_new == 4. Failed on main at 4257396
+// (no fence existed then).
+template <bool kTakeFence>
+struct SlotReuseAcrossThreads
+    : rl::test_suite<SlotReuseAcrossThreads<kTakeFence>, 3> {
+  SeqCount seq;
+  Atomic<uint64_t> acc{0};
+  Atomic<uint64_t> slot{0};
+  Atomic<int> registry_mutex{0};  // 1 = released by T0 after its exit fold
+
+  uint64_t Sum() {
+    return internal::PerThreadSum(seq, acc, [this](auto&& f) { f(slot); });
+  }
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      internal::PerThreadOwnerAdd(slot, 1);
+      internal::PerThreadExitFold(seq, acc, slot);
+      // The registry mutex's unlock. Pairs with: T1's acquire load.
+      registry_mutex.store(1, std::memory_order_release);  // Pairs with: T1's acquire load.
+    } else if (index == 1) {
+      // The registry mutex's lock. Pairs with: T0's release store.
+      if (registry_mutex.load(std::memory_order_acquire) == 1) {  // Pairs with: T0's release store.
+        if (kTakeFence) internal::PerThreadTakeSlot();
+        internal::PerThreadOwnerAdd(slot, 4);
+      }
+    } else {
+      const uint64_t s1 = Sum();
+      const uint64_t s2 = Sum();
+      for (uint64_t s : {s1, s2}) RL_ASSERT(s == 0 || s == 1 || s == 5);
+      RL_ASSERT(s2 >= s1);
+    }
+  }
+};
+
+TEST_CASE("PerThread slot reuse across threads: exact, exhaustively") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.print_summary = false;
+  CHECK(rl::simulate<SlotReuseAcrossThreads<true>>(p));
+  CHECK(p.test_result == rl::test_result_success);
+  MESSAGE(p.executions << " executions explored");
+  CHECK(p.executions > 0);
+}
+
+TEST_CASE("mutation: slot reuse without the take-slot fence is caught") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.print_summary = false;
+  p.output_history = false;
+  p.output_stream = nullptr;
+  CHECK_FALSE(rl::simulate<SlotReuseAcrossThreads<false>>(p));
+  CHECK(p.test_result == rl::test_result_user_assert_failed);
+}
+
 TEST_CASE("PerThread exit fold vs concurrent Sum: exact, exhaustively") {
   rl::test_params p;
   p.search_type = rl::sched_full;

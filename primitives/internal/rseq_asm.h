@@ -11,8 +11,13 @@
 //             tmp = *addr; tmp += v
 //             *addr = tmp                          (the single commit store)
 //   post_commit_ip:
+//   out:      rseq->rseq_cs = 0                    (disarm, every exit)
 //   ...
 //   <RSEQ_SIG> abort_ip: goto restart              (kernel jumps here)
+//
+// The counter families' variant (RseqAddU64Present, RseqLatchAddPair) also
+// tests the CPU's bit in a topology's present mask before the address
+// computation (see "Present-mask bound" below).
 //
 // If the thread is preempted, migrated or signalled between start_ip and
 // post_commit_ip, the kernel, on its way back to user space, clears
@@ -123,6 +128,27 @@ inline Atomic<uint64_t>* SlotAt(uintptr_t base, size_t stride, uint32_t cpu) {
 
 #if PERCPU_HAVE_RSEQ_ASM
 
+// Disarming. Every sequence below ends (commit or early exit) with the
+// store rseq->rseq_cs = 0. Without it rseq_cs keeps pointing at this
+// copy's descriptor after the section; if the code containing it is
+// unmapped (a dlopen()ed library that was dlclose()d), the kernel reads the
+// unmapped descriptor at the thread's next preemption and kills the process
+// with SIGSEGV (si_code SI_KERNEL). With it the kernel only ever sees
+// rseq_cs != 0 while the thread is inside or just leaving a section whose
+// code is mapped (the caller is running it). One plain store, no fence: the
+// kernel reads rseq_cs on this thread's return to user space, which is
+// ordered with this thread's own stores.
+//
+// Present-mask bound (RseqAddU64Present, RseqLatchAddPair): the section
+// also tests the CPU's bit in a topology's present-mask words (bit c of
+// word c / 64) and leaves with nothing written when it is clear, returning
+// kRseqNotPresent. Readers visit exactly the present CPUs, so an rseq add
+// can never land in a slot readers do not look at; a kAbsent event clears
+// the bit and then runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)
+// (Topology), which aborts every section that may have tested the old bit,
+// before it folds the slot (docs/fold_and_hotplug.md).
+inline constexpr uint32_t kRseqNotPresent = ~uint32_t{0};
+
 // Adds v to slot[cpu] (slot = base + cpu * stride) for the CPU this thread
 // runs on, inside a restartable sequence. Returns the CPU id used; a value
 // >= n means the id was out of range (or rseq is not registered for this
@@ -181,7 +207,10 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       PERCPU_RSEQ_X86_COUNT_ABORT("%[tmp]")
       "jmp 0b\n\t"
       ".popsection\n\t"
+      // Every exit disarms the section: rseq_cs = 0 (issue 12 item 3; see
+      // "Disarming" above).
       "5:\n\t"
+      "movq $0, %%fs:8(%[off])\n\t"
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [v] "r"(v)
@@ -223,12 +252,127 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       "4:\n\t"
       PERCPU_RSEQ_A64_COUNT_ABORT("%[addr]", "%[tmp]", "%w[cpu]")
       "b 0b\n\t"
+      // Every exit disarms the section: rseq_cs = 0.
       "5:\n\t"
+      "str xzr, [%[rseq], #8]\n\t"
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [v] "r"(v)
       : "memory", "cc");
   static_assert(RSEQ_SIG == 0xd428bc00, "aarch64 little-endian rseq signature");
+#endif
+  return cpu;
+}
+
+// As RseqAddU64, but only if bit cpu of mask (present-mask words, at least
+// n bits) is set; returns kRseqNotPresent (>= n) and writes nothing when it
+// is clear. Precondition as RseqAddU64.
+inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
+                                  const Atomic<uint64_t>* mask, uint64_t v) {
+  uint32_t cpu;
+  uint64_t tmp;
+  uintptr_t addr;
+#if defined(__x86_64__)
+  const intptr_t off = __rseq_offset;
+  __asm__ __volatile__(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 5f\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "leaq 3b(%%rip), %[tmp]\n\t"
+      "movq %[tmp], %%fs:8(%[off])\n\t"
+      "1:\n\t"
+      "movl %%fs:4(%[off]), %k[cpu]\n\t"
+      "cmpl %k[n], %k[cpu]\n\t"
+      "jae 5f\n\t"
+      // Present bit: word cpu / 64, bit cpu % 64 (bt masks the count).
+      "movl %k[cpu], %k[addr]\n\t"
+      "shrl $6, %k[addr]\n\t"
+      "movq (%[mask],%[addr],8), %[tmp]\n\t"
+      "btq %q[cpu], %[tmp]\n\t"
+      "jnc 6f\n\t"
+      "movl %k[cpu], %k[addr]\n\t"
+      "imulq %[stride], %[addr]\n\t"
+      "addq %[base], %[addr]\n\t"
+      "movq (%[addr]), %[tmp]\n\t"
+      "addq %[v], %[tmp]\n\t"
+      PERCPU_RSEQ_INJECT_ASM
+      "movq %[tmp], (%[addr])\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_INJECT_ABORT
+      "jmp 0b\n\t"
+      // Not present: report it (out of line, off the hot path).
+      "6:\n\t"
+      "movl $-1, %k[cpu]\n\t"
+      "jmp 5f\n\t"
+      ".popsection\n\t"
+      "5:\n\t"
+      "movq $0, %%fs:8(%[off])\n\t"
+      : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
+      : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
+        [mask] "r"(mask), [v] "r"(v)
+      : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS);
+#elif defined(__aarch64__)
+  char* const rseq =
+      static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+  __asm__ __volatile__(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 5f\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "adrp %[tmp], 3b\n\t"
+      "add %[tmp], %[tmp], :lo12:3b\n\t"
+      "str %[tmp], [%[rseq], #8]\n\t"
+      "1:\n\t"
+      "ldr %w[cpu], [%[rseq], #4]\n\t"
+      "cmp %w[cpu], %w[n]\n\t"
+      "b.hs 5f\n\t"
+      // Present bit: word cpu / 64, bit cpu % 64 (lsr uses the low 6 bits).
+      "lsr %[addr], %x[cpu], #6\n\t"
+      "ldr %[tmp], [%[mask], %[addr], lsl #3]\n\t"
+      "lsr %[tmp], %[tmp], %x[cpu]\n\t"
+      "tbz %[tmp], #0, 6f\n\t"
+      "madd %[addr], %x[cpu], %[stride], %[base]\n\t"
+      "ldr %[tmp], [%[addr]]\n\t"
+      "add %[tmp], %[tmp], %[v]\n\t"
+      "str %[tmp], [%[addr]]\n\t"
+      "2:\n\t"
+      "b 5f\n\t"
+      ".inst 0xd428bc00\n\t"
+      "4:\n\t"
+      "b 0b\n\t"
+      "6:\n\t"
+      "mov %w[cpu], #-1\n\t"
+      "5:\n\t"
+      "str xzr, [%[rseq], #8]\n\t"
+      : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
+      : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
+        [mask] "r"(mask), [v] "r"(v)
+      : "memory", "cc");
 #endif
   return cpu;
 }
@@ -254,7 +398,10 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
 // nothing was written. aarch64 has no version of this sequence (it would
 // need a "dmb ishst" before the data stores and could not be tested under
 // qemu): the pair uses its fallback there.
+// The section also tests the CPU's present bit in mask (see "Present-mask
+// bound" above): kRseqNotPresent and nothing written when clear.
 inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
+                                 const Atomic<uint64_t>* mask,
                                  uint64_t packets, uint64_t bytes) {
   uint32_t cpu;
   uintptr_t addr;
@@ -272,6 +419,7 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       ".popsection\n\t"
       ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
       ".quad 1f, 5f\n\t"
+      ".quad 1f, 6f\n\t"
       ".popsection\n\t"
       // restart: rseq->rseq_cs = &descriptor.
       "0:\n\t"
@@ -282,6 +430,11 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       "movl %%fs:4(%[off]), %k[cpu]\n\t"
       "cmpl %k[n], %k[cpu]\n\t"
       "jae 5f\n\t"
+      "movl %k[cpu], %k[addr]\n\t"
+      "shrl $6, %k[addr]\n\t"
+      "movq (%[mask],%[addr],8), %[t1]\n\t"
+      "btq %q[cpu], %[t1]\n\t"
+      "jnc 6f\n\t"
       "movl %k[cpu], %k[addr]\n\t"
       "imulq %[stride], %[addr]\n\t"
       "addq %[base], %[addr]\n\t"
@@ -309,12 +462,16 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       "4:\n\t"
       PERCPU_RSEQ_X86_COUNT_ABORT("%[t1]")
       "jmp 0b\n\t"
+      "6:\n\t"
+      "movl $-1, %k[cpu]\n\t"
+      "jmp 5f\n\t"
       ".popsection\n\t"
       "5:\n\t"
+      "movq $0, %%fs:8(%[off])\n\t"
       : [cpu] "=&r"(cpu), [addr] "=&r"(addr), [ver] "=&r"(ver),
         [idx] "=&r"(idx), [t1] "=&r"(t1), [t2] "=&r"(t2)
       : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
-        [p] "r"(packets), [b] "r"(bytes)
+        [mask] "r"(mask), [p] "r"(packets), [b] "r"(bytes)
       : "memory", "cc");
   return cpu;
 }

@@ -1,0 +1,297 @@
+// Hotplug with a sysfs folder that lags the kernel (issue 11, "Why"): a temp
+// directory with possible/present/online files that the test rewrites,
+// Topology::FromSysfs on it, writers pinned with sched_setaffinity to REAL
+// CPUs. Between a real hot-add/offline and the next Rescan() the folder and
+// the kernel disagree; nothing may be lost or counted twice meanwhile.
+//
+// Runs in the process's writer mode: rseq on the host, the fallback when
+// built without rseq (i686, --config=norseq) or with PERCPU_RSEQ=0 (the
+// hotplug_lag_fallback_test target sets it before the mode is chosen).
+// Each test asserts exact totals, and that a reader never sees a total go
+// down.
+//
+// Before the fix (main at 4257396), rseq mode: "hot-add" gave Sum() == 0
+// with the adds in a slot readers do not visit, then lost them at kPresent;
+// "offline/online churn" counted about 1.2x the real adds.
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "primitives/percpu_alloc.h"
+#include "primitives/percpu_pair.h"
+#include "primitives/percpu_stats.h"
+#include "primitives/rseq.h"
+#include "primitives/topology.h"
+
+namespace percpu {
+namespace {
+
+#if defined(PERCPU_TEST_FORCE_FALLBACK_ENV)
+// Runs before main(), hence before any CurrentWriterMode() call.
+const bool g_forced = [] { return setenv("PERCPU_RSEQ", "0", 1) == 0; }();
+#endif
+
+// A sysfs-like folder the test rewrites.
+class LagFolder {
+ public:
+  LagFolder() {
+    char tmpl[] = "/tmp/percpu_lag_XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    REQUIRE(d != nullptr);
+    dir_ = d;
+  }
+  ~LagFolder() {
+    for (const char* f : {"possible", "present", "online"}) {
+      std::remove((dir_ + "/" + f).c_str());
+    }
+    rmdir(dir_.c_str());
+  }
+  void Write(const std::string& possible, const std::string& present,
+             const std::string& online) {
+    WriteFile("possible", possible);
+    WriteFile("present", present);
+    WriteFile("online", online);
+  }
+  void WriteFile(const char* name, const std::string& text) {
+    std::ofstream out(dir_ + "/" + name, std::ios::trunc);
+    out << text << "\n";
+    REQUIRE(out.good());
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+// A real CPU this process may run on (the highest allowed), and another id
+// for the folder's "other" CPU (need not be real).
+struct Cpus {
+  int writer = -1;
+  int other = -1;
+  int possible = 0;  // ids 0..possible-1 in the folder
+};
+
+Cpus PickCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+  Cpus c;
+  for (int i = 0; i < CPU_SETSIZE; ++i) {
+    if (CPU_ISSET(i, &set)) c.writer = i;
+  }
+  REQUIRE(c.writer >= 0);
+  c.other = c.writer == 0 ? 1 : 0;
+  c.possible = (c.writer > c.other ? c.writer : c.other) + 1;
+  return c;
+}
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  REQUIRE(sched_setaffinity(0, sizeof(set), &set) == 0);
+}
+
+std::string Range(int n) { return "0-" + std::to_string(n - 1); }
+std::string Ids(int a) { return std::to_string(a); }
+std::string Ids(int a, int b) {
+  return std::to_string(a < b ? a : b) + "," + std::to_string(a < b ? b : a);
+}
+
+bool ExpectRseqObjects() {
+  return CurrentWriterMode() == WriterMode::kRseq && PERCPU_HAVE_RSEQ_ASM &&
+         internal::EnableRseqHotplugFence();
+}
+
+TEST_CASE("lagging sysfs: hot-add of the CPU a writer runs on loses nothing") {
+  const Cpus cpus = PickCpus();
+  LagFolder folder;
+  // The kernel already runs the writer's CPU; the folder does not list it.
+  folder.Write(Range(cpus.possible), Ids(cpus.other), Ids(cpus.other));
+  auto topo = std::move(*Topology::FromSysfs(folder.dir()));
+  auto alloc = std::move(*PerCpuAllocator::Create(topo.get()));
+  auto c = std::move(*PerCpuU64::Create(*topo, *alloc));
+  auto pair = std::move(*PerCpuPacketsBytes::Create(*topo, *alloc));
+  CHECK(c->uses_rseq() == ExpectRseqObjects());
+  MESSAGE("writer mode: " << std::string(c->uses_rseq() ? "rseq" : "fallback") << " ("
+                          << WriterModeReason() << "), writer on CPU "
+                          << cpus.writer);
+  constexpr uint64_t kAdds = 1000000;
+  const auto write = [&] {
+    std::thread w([&] {
+      PinTo(cpus.writer);
+      for (uint64_t i = 0; i < kAdds; ++i) {
+        c->Add(1);
+        pair->Add(1, 3);
+      }
+    });
+    w.join();
+  };
+  write();
+  // Before the folder catches up: every add is visible (overflow counter).
+  CHECK(c->Sum() == kAdds);
+  CHECK(*c->OnCpu(cpus.writer) == 0);
+  CHECK(pair->Sum().packets == kAdds);
+  CHECK(pair->Sum().bytes == 3 * kAdds);
+  // The folder catches up: kPresent, kOnline. Nothing is discarded.
+  folder.Write(Range(cpus.possible), Ids(cpus.other, cpus.writer),
+               Ids(cpus.other, cpus.writer));
+  REQUIRE(topo->Rescan().ok());
+  CHECK(c->Sum() == kAdds);
+  CHECK(pair->Sum().packets == kAdds);
+  write();
+  CHECK(c->Sum() == 2 * kAdds);
+  CHECK(pair->Sum().packets == 2 * kAdds);
+  CHECK(pair->Sum().bytes == 6 * kAdds);
+  // Now the adds land in the writer's CPU slot.
+  CHECK(*c->OnCpu(cpus.writer) == kAdds);
+}
+
+// Offline/online (and, with remove, absent/present) churn of the CPU a
+// writer runs on while the writer adds and a reader checks monotonicity.
+void Churn(bool remove, int cycles) {
+  const Cpus cpus = PickCpus();
+  LagFolder folder;
+  const std::string both = Ids(cpus.other, cpus.writer);
+  folder.Write(Range(cpus.possible), both, both);
+  auto topo = std::move(*Topology::FromSysfs(folder.dir()));
+  auto alloc = std::move(*PerCpuAllocator::Create(topo.get()));
+  auto c = std::move(*PerCpuU64::Create(*topo, *alloc));
+  auto pair = std::move(*PerCpuPacketsBytes::Create(*topo, *alloc));
+  CHECK(c->uses_rseq() == ExpectRseqObjects());
+  MESSAGE("writer mode: " << std::string(c->uses_rseq() ? "rseq" : "fallback"));
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> adds{0};
+  std::atomic<bool> went_down{false};
+  std::thread writer([&] {
+    PinTo(cpus.writer);
+    uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < 64; ++i) {
+        c->Add(1);
+        pair->Add(1, 2);
+      }
+      n += 64;
+    }
+    adds.store(n);
+  });
+  std::thread reader([&] {
+    uint64_t last = 0, last_p = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const uint64_t s = c->Sum();
+      const PacketsBytes p = pair->Sum();
+      if (s < last || p.packets < last_p || p.bytes != 2 * p.packets) {
+        went_down.store(true);
+      }
+      last = s;
+      last_p = p.packets;
+    }
+  });
+  const std::string only = Ids(cpus.other);
+  for (int i = 0; i < cycles; ++i) {
+    folder.WriteFile("online", only);
+    if (remove) folder.WriteFile("present", only);
+    REQUIRE(topo->Rescan().ok());
+    if (remove) folder.WriteFile("present", both);
+    folder.WriteFile("online", both);
+    REQUIRE(topo->Rescan().ok());
+  }
+  stop.store(true);
+  writer.join();
+  reader.join();
+  const uint64_t n = adds.load();
+  MESSAGE(cycles << " cycles, " << n << " adds, Sum() " << c->Sum()
+                 << ", overflow " << c->overflow());
+  CHECK(n > 0);
+  CHECK_FALSE(went_down.load());
+  const PacketsBytes p = pair->Sum();
+  CHECK(p.bytes == 2 * p.packets);
+  if (c->uses_rseq() || !remove) {
+    // rseq writers (any churn) and offline/online churn: exact.
+    CHECK(c->Sum() == n);
+    CHECK(p.packets == n);
+  } else {
+    // Fallback writers across hot-remove: the documented window (an add
+    // landing between the kAbsent teardown fold and the allocator's
+    // madvise, i.e. a writer preempted between its present-bit test and
+    // its fetch_add for that long) may lose adds. Measured: 2 of
+    // 35,134,144 under a loaded 2-CPU machine.
+    CHECK(c->Sum() <= n);
+    CHECK(p.packets <= n);
+    CHECK((n - c->Sum()) * 100000 <= n);
+    CHECK((n - p.packets) * 100000 <= n);
+  }
+}
+
+TEST_CASE("lagging sysfs: offline/online churn under a writer is exact") {
+  Churn(/*remove=*/false, 4000);
+}
+
+TEST_CASE("lagging sysfs: offline+absent/present+online churn is exact") {
+  Churn(/*remove=*/true, 2000);
+}
+
+// Issue 12 item 9: a fallback writer's AddOnCpu on an offline-but-present
+// CPU while SetAbsent/SetPresent cycle. Nothing a unit holds is discarded
+// unfolded; the remaining window (a fetch_add landing between the kAbsent
+// teardown fold and the allocator's madvise) may lose an update, so the
+// total is bounded: never more than the adds, never going down, and at
+// most a tiny fraction lost (reported).
+TEST_CASE("fallback writer delayed across Offline and SetAbsent") {
+  auto topo = std::move(*Topology::Simulated(2, 2, 2));
+  auto alloc = std::move(*PerCpuAllocator::Create(topo.get()));
+  auto c = std::move(*PerCpuU64::Create(*topo, *alloc));
+  REQUIRE_FALSE(c->uses_rseq());
+  REQUIRE(topo->Offline(1).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> adds{0};
+  std::atomic<bool> went_down{false};
+  std::thread writer([&] {
+    uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      REQUIRE(c->AddOnCpu(1, 1).ok());
+      ++n;
+    }
+    adds.store(n);
+  });
+  std::thread reader([&] {
+    uint64_t last = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const uint64_t s = c->Sum();
+      if (s < last) went_down.store(true);
+      last = s;
+    }
+  });
+  constexpr int kCycles = 20000;
+  for (int i = 0; i < kCycles; ++i) {
+    REQUIRE(topo->SetAbsent(1).ok());
+    REQUIRE(topo->SetPresent(1).ok());
+  }
+  stop.store(true);
+  writer.join();
+  reader.join();
+  const uint64_t n = adds.load();
+  const uint64_t sum = c->Sum();
+  MESSAGE(kCycles << " remove/add cycles: " << n << " adds, Sum() " << sum
+                  << ", lost " << (n - sum));
+  CHECK(sum <= n);
+  CHECK_FALSE(went_down.load());
+  // Documented bound: only adds landing in the teardown-fold-to-madvise
+  // window are lost; the pre-fix code lost about 3.7% (336,921 of ~9M).
+  CHECK((n - sum) * 10000 <= n);
+}
+
+}  // namespace
+}  // namespace percpu

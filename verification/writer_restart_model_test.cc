@@ -1,0 +1,95 @@
+// Issue 12 item 1, PerCpuCounter: a writer that restarts a CPU after
+// Offline/Online run by ANOTHER thread. Before the fix its relaxed delta
+// store was not ordered after the offline fold: a reader could see the new
+// delta with the old seqcount and the old count (2 where only {0, 5, 7}
+// are consistent; found by this test on main at 4257396, where the writer
+// used Add(cpu, ...) directly). Now a writer owns the CPU through a
+// WriterToken (or the transient claim of Add), whose acquisition issues a
+// release fence that pairs with Sum()'s acquire fence.
+// Writer on thread 0, hotplug on thread 1, reader on thread 2; the P1/P2
+// handshakes are release/acquire flags (the token's release is P1).
+// Built twice: //verification:writer_restart_model_test (must pass) and
+// writer_restart_mutant_model_test with PERCPU_MUTANT_NO_CLAIM_FENCE (the
+// claim's fence removed: must be caught).
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include "doctest/doctest.h"
+#include "primitives/percpu_alloc.h"
+#include "primitives/percpu_counter.h"
+#include "primitives/topology.h"
+#include "relacy/relacy.hpp"
+
+namespace percpu {
+namespace {
+
+template <typename T>
+void ConstructInPlace(const PerCpuPtr<T>& p, int cpus) {
+  for (int cpu = 0; cpu < cpus; ++cpu) new (p.on(cpu)) T();
+}
+
+// The first writer's add (5, through a token it then releases: P1) is
+// done in before(), which happens-before every thread. Thread 1 runs
+// Offline(1) (the fold moves 5 into the count) and Online(1), then
+// releases a flag (P2); thread 0 acquires it, takes a new token and adds 2;
+// thread 2 sums once. Consistent: {5, 7}; the missing fence gives 2.
+struct RestartAfterOfflineOnline
+    : rl::test_suite<RestartAfterOfflineOnline, 3> {
+  std::unique_ptr<Topology> topo;
+  std::unique_ptr<PerCpuAllocator> alloc;
+  std::unique_ptr<PerCpuCounter> counter;
+  internal::Atomic<int> resumed{0};  // P2: Online returned before restart
+
+  void before() {
+    topo = std::move(*Topology::Simulated(2, 2, 2));
+    alloc = std::move(*PerCpuAllocator::Create(topo.get()));
+    counter = std::move(*PerCpuCounter::Create(*topo, *alloc, 0, 64));
+    ConstructInPlace(counter->slots(), 2);
+    auto w = counter->AcquireWriter(1);
+    RL_ASSERT(w.ok());
+    w->Add(5);
+  }
+  void after() {
+    RL_ASSERT(counter->Sum() == 5 ||
+              counter->Sum() == 7);  // 7 iff thread 0 restarted
+    counter.reset();
+    alloc.reset();
+    topo.reset();
+  }
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      if (resumed.load(std::memory_order_acquire) == 1) {  // Pairs with: T1's release store.
+        auto w = counter->AcquireWriter(1);  // the restarted writer
+        RL_ASSERT(w.ok());
+        w->Add(2);
+      }
+    } else if (index == 1) {
+      RL_ASSERT(topo->Offline(1).ok());
+      RL_ASSERT(topo->Online(1).ok());
+      resumed.store(1, std::memory_order_release);  // Pairs with: T0's acquire load.
+    } else {
+      const int64_t v = counter->Sum();
+      RL_ASSERT(v == 5 || v == 7);
+    }
+  }
+};
+
+TEST_CASE("PerCpuCounter: writer restart on another thread after a fold") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.output_history = false;
+  p.execution_depth_limit = 20000;
+#if defined(PERCPU_MUTANT_NO_CLAIM_FENCE)
+  p.output_stream = nullptr;
+  CHECK_FALSE(rl::simulate<RestartAfterOfflineOnline>(p));
+  CHECK(p.test_result == rl::test_result_user_assert_failed);
+#else
+  CHECK(rl::simulate<RestartAfterOfflineOnline>(p));
+#endif
+  MESSAGE("executions=" << p.executions);
+}
+
+}  // namespace
+}  // namespace percpu
