@@ -314,6 +314,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       ".long 0x53053053\n\t"
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[tmp]")
       "jmp 0b\n\t"
       // Not present: report it (out of line, off the hot path).
       "6:\n\t"
@@ -364,6 +365,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "b 5f\n\t"
       ".inst 0xd428bc00\n\t"
       "4:\n\t"
+      PERCPU_RSEQ_A64_COUNT_ABORT("%[addr]", "%[tmp]", "%w[cpu]")
       "b 0b\n\t"
       "6:\n\t"
       "mov %w[cpu], #-1\n\t"
