@@ -37,7 +37,7 @@ CONFIGS=(
   # hotplug with the HotplugMonitor, x86_64 ACPI vCPU hot-add/remove; on
   # aarch64 also the stress tests under TSan inside the guest and the planted
   # bug they must catch there (three builds: vm/ci_aarch64.sh).
-  "vm-x86_64|--config=vm-x86_64|//vm:counters_vm_test //vm:hotplug_vm_test //vm:hotadd_vm_test //vm:hotadd_fallback_vm_test"
+  "vm-x86_64|--config=vm-x86_64|//vm:counters_vm_test //vm:hotplug_vm_test //vm:hotadd_vm_test //vm:hotadd_fallback_vm_test //vm:hotadd_lag_vm_test"
   "vm-aarch64|sh:bash vm/ci_aarch64.sh|"
   # A separate workspace that depends on percpu as a user's would.
   "consumer|@examples/consumer|//..."
