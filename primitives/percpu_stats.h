@@ -100,10 +100,11 @@
 namespace percpu {
 
 struct PerCpuStatsOptions {
-  // Use the rseq writer although the topology is simulated. The caller
-  // promises that no simulated Offline/SetAbsent hits a CPU id on which
-  // writers run while they write (the real CPU keeps running, so an rseq
-  // store could race the fold's exchange).
+  // Use the rseq writer although the topology is simulated. Safe under
+  // simulated hotplug too: the rseq section tests the simulated present
+  // bit, kOffline moves no rseq slot, and kAbsent fences rseq writers
+  // before its fold (docs/fold_and_hotplug.md, section 3a). Off by default
+  // so that simulations exercise the fallback writer.
   bool rseq_with_simulated_topology = false;
 };
 
