@@ -22,6 +22,7 @@
 // line the harness needs starts with "PERCPU-VM"; failures print
 // "PERCPU-VM-FAIL: ..." and make the exit status non-zero.
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <array>
@@ -73,7 +74,8 @@ struct Args {
   uint64_t seed = 1;
   int rounds = 3;
   int poll_ms = 0;  // > 0: the monitor polls at this interval (no netlink)
-  bool strict_residency = false;  // assert residency after hot-removes
+  // After hot-removes, fail on zero-page mappings of absent units too.
+  bool strict_residency = false;
 };
 
 Args Parse(int argc, char** argv) {
@@ -421,26 +423,72 @@ int Hotplug(const Args& a) {
   return g_failures == 0 ? 0 : 1;
 }
 
+// The page frame behind addr from /proc/self/pagemap (reading it does not
+// touch the page): 0 if not mapped, else the PFN (root sees real PFNs).
+uint64_t PfnOf(const void* addr) {
+  const long page = sysconf(_SC_PAGESIZE);
+  FILE* f = std::fopen("/proc/self/pagemap", "rb");
+  if (f == nullptr) return 0;
+  uint64_t e = 0;
+  const long off =
+      static_cast<long>(reinterpret_cast<uintptr_t>(addr) / page * 8);
+  if (std::fseek(f, off, SEEK_SET) != 0 || std::fread(&e, 8, 1, f) != 1) e = 0;
+  std::fclose(f);
+  if (((e >> 63) & 1) == 0) return 0;  // not present
+  return e & ((uint64_t{1} << 55) - 1);
+}
+
+// The PFN of the shared zero page: what a read fault of untouched private
+// anonymous memory maps.
+uint64_t ZeroPagePfn() {
+  static const uint64_t pfn = [] {
+    const long page = sysconf(_SC_PAGESIZE);
+    void* m = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return uint64_t{0};
+    volatile const char* c = static_cast<const char*>(m);
+    (void)*c;  // read fault: maps the zero page
+    const uint64_t z = PfnOf(m);
+    munmap(m, page);
+    return z;
+  }();
+  return pfn;
+}
+
 // Prints each possible CPU's resident bytes (mincore). With strict, an
-// absent CPU must have none. Strict at boot (never present) and after the
-// adds; after the hot-removes only with --strict-residency: there a
-// released unit was measured resident in some runs (4096 bytes on CPU 1 in
-// 1 of 3 runs with the fixes, CPUs 1 and 3 in a run without them), cause
-// not yet determined: a reader whose read section overlapped the removal
-// touching the released unit (maps the shared zero page: no memory of its
-// own), or a unit not released. //vm:hotadd_residency_vm_test (manual, not
-// in CI) asserts it.
+// absent CPU must have no page of its own: at boot (never present), after
+// the adds, and after the hot-removes. A page mincore counts may be the
+// shared zero page (a reader whose read section overlapped a removal read
+// the released unit: no memory of its own); the probe objects' pages of
+// each absent CPU with resident bytes are classified through pagemap and
+// only "own" pages fail.
+struct Probe {
+  uintptr_t base;
+  size_t stride;
+};
 void PrintResident(PerCpuAllocator& alloc, const Topology& topo,
-                   const char* when, bool strict) {
+                   const char* when, bool strict,
+                   const std::vector<Probe>& probes,
+                   bool even_zero_page = false) {
   auto r = alloc.ResidentBytesPerCpu();
   VM_CHECK(r.ok(), "ResidentBytesPerCpu: %s", r.status().ToString().c_str());
   if (!r.ok()) return;
   std::string s;
   for (size_t cpu = 0; cpu < r->size(); ++cpu) {
     s += " cpu" + std::to_string(cpu) + "=" + std::to_string((*r)[cpu]);
-    if (strict && (*r)[cpu] != 0 && !topo.IsPresent(static_cast<int>(cpu))) {
-      VM_CHECK(false, "%s: absent cpu%zu has %zu resident bytes", when, cpu,
-               (*r)[cpu]);
+    if ((*r)[cpu] == 0 || topo.IsPresent(static_cast<int>(cpu))) continue;
+    int own = 0, zero = 0, unmapped = 0;
+    for (const Probe& p : probes) {
+      const uint64_t pfn = PfnOf(reinterpret_cast<const void*>(p.base + cpu * p.stride));
+      if (pfn == 0) ++unmapped;
+      else if (pfn == ZeroPagePfn()) ++zero;
+      else ++own;
+    }
+    s += "(probes: own=" + std::to_string(own) + " zero-page=" +
+         std::to_string(zero) + " unmapped=" + std::to_string(unmapped) + ")";
+    if (strict) {
+      VM_CHECK(own == 0 && (!even_zero_page || zero == 0),
+               "%s: absent cpu%zu has %zu resident bytes, %d probe page(s) "
+               "of its own, %d zero-page", when, cpu, (*r)[cpu], own, zero);
     }
   }
   std::printf("PERCPU-VM-RESIDENT: %s present=%s%s\n", when,
@@ -461,9 +509,14 @@ int HotAdd(const Args& a) {
   VM_CHECK(big.ok(), "PerCpuU64Mib<90>: %s", big.status().ToString().c_str());
   if (!big.ok()) return 1;
   for (int i = 0; i < 90; ++i) (*big)->Add(static_cast<size_t>(i), 1);
-  PrintResident(*alloc, *topo, "boot", /*strict=*/true);
   Counters c;
   if (!MakeCounters(*topo, *alloc, /*with_slot=*/false, &c)) return 1;
+  const std::vector<Probe> probes = {
+      {(*big)->slots().base_address(), (*big)->slots().stride()},
+      {c.mib->slots().base_address(), c.mib->slots().stride()},
+      {c.pair->slots().base_address(), c.pair->slots().stride()},
+  };
+  PrintResident(*alloc, *topo, "boot", /*strict=*/true, probes);
   Writers w(c, 0, 4);
   Readers r(c, 1);
   int adds = 0, dels = 0;
@@ -500,7 +553,7 @@ int HotAdd(const Args& a) {
     }
     if (round == 0) {
       for (int i = 0; i < 90; ++i) (*big)->Add(static_cast<size_t>(i), 1);
-      PrintResident(*alloc, *topo, "all-added", /*strict=*/true);
+      PrintResident(*alloc, *topo, "all-added", /*strict=*/true, probes);
     }
     // One CPU offlined through sysfs before its removal, the others removed
     // while online (the kernel offlines then removes: kOffline + kAbsent).
@@ -532,7 +585,8 @@ int HotAdd(const Args& a) {
   uint64_t big_total = 0;
   for (int i = 0; i < 90; ++i) big_total += (*big)->Read(static_cast<size_t>(i));
   VM_CHECK(big_total == 180, "PerCpuU64Mib<90> total %" PRIu64 " != 180", big_total);
-  PrintResident(*alloc, *topo, "after-remove", a.strict_residency);
+  PrintResident(*alloc, *topo, "after-remove", /*strict=*/true, probes,
+                /*even_zero_page=*/a.strict_residency);
   PrintRestarts("hotadd");
   return g_failures == 0 ? 0 : 1;
 }
