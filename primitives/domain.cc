@@ -7,8 +7,8 @@
 
 namespace percpu {
 
-Domain::Domain(std::unique_ptr<Topology> topology,
-               std::unique_ptr<PerCpuAllocator> allocator,
+Domain::Domain(std::shared_ptr<Topology> topology,
+               std::shared_ptr<PerCpuAllocator> allocator,
                DomainOptions options, Status status)
     : topology_(std::move(topology)),
       allocator_(std::move(allocator)),
@@ -30,11 +30,11 @@ Domain::~Domain() {
 }
 
 StatusOr<std::unique_ptr<Domain>> Domain::Create(
-    std::unique_ptr<Topology> topology, DomainOptions options) {
+    std::shared_ptr<Topology> topology, DomainOptions options) {
   if (topology == nullptr) {
     return InvalidArgumentError("Domain::Create: null topology");
   }
-  StatusOr<std::unique_ptr<PerCpuAllocator>> alloc =
+  StatusOr<std::shared_ptr<PerCpuAllocator>> alloc =
       PerCpuAllocator::Create(topology.get(), options.allocator);
   if (!alloc.ok()) return alloc.status();
   std::unique_ptr<Domain> domain(new (std::nothrow) Domain(
@@ -59,7 +59,7 @@ Status Domain::StartMonitor() {
 
 StatusOr<std::unique_ptr<Domain>> Domain::FromSysfs(DomainOptions options,
                                                     const std::string& dir) {
-  StatusOr<std::unique_ptr<Topology>> topo = Topology::FromSysfs(dir);
+  StatusOr<std::shared_ptr<Topology>> topo = Topology::FromSysfs(dir);
   if (!topo.ok()) return topo.status();
   StatusOr<std::unique_ptr<Domain>> domain = Create(std::move(*topo), options);
   if (!domain.ok()) return domain.status();
@@ -71,7 +71,7 @@ StatusOr<std::unique_ptr<Domain>> Domain::FromSysfs(DomainOptions options,
 StatusOr<std::unique_ptr<Domain>> Domain::Simulated(int possible, int present,
                                                     int online,
                                                     DomainOptions options) {
-  StatusOr<std::unique_ptr<Topology>> topo =
+  StatusOr<std::shared_ptr<Topology>> topo =
       Topology::Simulated(possible, present, online);
   if (!topo.ok()) return topo.status();
   return Create(std::move(*topo), options);
@@ -84,12 +84,12 @@ Domain& Domain::Default() {
   // malloc yields a (degraded) domain.
   static Domain* const domain = [] {
     alignas(Domain) static unsigned char storage[sizeof(Domain)];
-    std::unique_ptr<Topology> topology;
-    std::unique_ptr<PerCpuAllocator> allocator;
+    std::shared_ptr<Topology> topology;
+    std::shared_ptr<PerCpuAllocator> allocator;
     Status status;
-    StatusOr<std::unique_ptr<Topology>> topo = Topology::FromSysfs();
+    StatusOr<std::shared_ptr<Topology>> topo = Topology::FromSysfs();
     if (topo.ok()) {
-      StatusOr<std::unique_ptr<PerCpuAllocator>> alloc =
+      StatusOr<std::shared_ptr<PerCpuAllocator>> alloc =
           PerCpuAllocator::Create(topo->get());
       if (alloc.ok()) {
         topology = std::move(*topo);

@@ -76,7 +76,7 @@ class Domain {
       int possible, int present, int online, DomainOptions options = {});
   // Takes ownership of a topology the caller built.
   static StatusOr<std::unique_ptr<Domain>> Create(
-      std::unique_ptr<Topology> topology, DomainOptions options = {});
+      std::shared_ptr<Topology> topology, DomainOptions options = {});
 
   // Constructs a family (Counter, CounterSet<N>, PacketCounter) on this
   // domain; the family's status() as an error if it is not OK (degraded,
@@ -115,8 +115,8 @@ class Domain {
 
  private:
   friend class internal::FamilyCore;
-  Domain(std::unique_ptr<Topology> topology,
-         std::unique_ptr<PerCpuAllocator> allocator, DomainOptions options,
+  Domain(std::shared_ptr<Topology> topology,
+         std::shared_ptr<PerCpuAllocator> allocator, DomainOptions options,
          Status status);
 
   // Starts the monitor (sysfs domains with monitor_hotplug).
@@ -124,8 +124,8 @@ class Domain {
 
   // Destroyed in reverse order: the monitor (its thread joined), then the
   // allocator, then their topology.
-  std::unique_ptr<Topology> topology_;
-  std::unique_ptr<PerCpuAllocator> allocator_;
+  std::shared_ptr<Topology> topology_;
+  std::shared_ptr<PerCpuAllocator> allocator_;
   std::unique_ptr<HotplugMonitor> monitor_;
   DomainOptions options_;
   Status status_;

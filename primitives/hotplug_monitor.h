@@ -33,9 +33,11 @@
 //   * The Topology must outlive the monitor. The destructor (or Stop())
 //     wakes the thread, joins it and closes every fd it opened; after it
 //     returns no Rescan is running or will run. Stop() is idempotent and may
-//     be called from any thread except from inside a hotplug callback of the
-//     monitored Topology (it would wait for itself: returns immediately
-//     without stopping then, see Stop()).
+//     be called from any thread; from inside a hotplug callback running on
+//     the monitor's own thread it only asks the thread to stop (it cannot
+//     join itself) and the destructor, called elsewhere, joins. Destroying
+//     the monitor from such a callback is a contract violation (asserted in
+//     debug builds).
 //   * Rescan failures (an unreadable sysfs file, a failed hotplug callback)
 //     never stop the monitor: they are counted (rescan_errors()) and the
 //     last one is kept (last_error()); the next event or interval retries.

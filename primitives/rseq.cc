@@ -116,7 +116,6 @@ long long RseqAbortCount() {
 #if defined(PERCPU_RSEQ_COUNT_ABORTS)
 extern "C" {
 // Incremented by the abort handlers of internal/rseq_asm.h.
-__attribute__((visibility("hidden"))) unsigned long long
-    percpu_rseq_abort_count = 0;
+unsigned long long percpu_rseq_abort_count = 0;
 }
 #endif

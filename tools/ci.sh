@@ -37,6 +37,12 @@ CONFIGS=(
   # and a real Prometheus scrape (tagged "manual prometheus", so //... in
   # the configs above skips them; a missing binary fails them here).
   "prometheus|--test_tag_filters=prometheus|//examples:promtool_check_test //examples:prometheus_e2e_test"
+  # Real kernels under qemu-system-* TCG (docs/vm_lane.md): rseq, sysfs
+  # hotplug with the HotplugMonitor, x86_64 ACPI vCPU hot-add/remove; on
+  # aarch64 also the stress tests under TSan inside the guest and the planted
+  # bug they must catch there (three builds: vm/ci_aarch64.sh).
+  "vm-x86_64|--config=vm-x86_64|//vm:counters_vm_test //vm:hotplug_vm_test //vm:hotadd_vm_test //vm:hotadd_fallback_vm_test //vm:hotadd_lag_vm_test"
+  "vm-aarch64|sh:bash vm/ci_aarch64.sh|"
   # A separate workspace that depends on percpu as a user's would.
   "consumer|@examples/consumer|//..."
   # The CMake build: configure, build, install to a temporary prefix, then

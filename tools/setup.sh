@@ -27,6 +27,8 @@ PACKAGES=(
   # The VM lane (docs/vm_lane.md): full-system emulation of x86_64 and
   # aarch64 guests (TCG), and cpio to pack their initramfs.
   qemu-system-x86 qemu-system-arm cpio
+  # The VM harness (vm/run_vm.py) is Python 3; readelf comes with binutils.
+  python3 binutils
 )
 
 missing=()

@@ -64,8 +64,8 @@ template <bool kFence>
 struct RseqContractVsAbsent
     : rl::test_suite<RseqContractVsAbsent<kFence>, 3> {
   NoReleaseSource source;
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
   std::unique_ptr<PerCpuU64Mib<1>> mib;
   internal::Atomic<int> section_lock{0};
 

@@ -36,8 +36,8 @@ void ConstructInPlace(const PerCpuPtr<T>& p, int cpus) {
 // thread 2 sums once. Consistent: {5, 7}; the missing fence gives 2.
 struct RestartAfterOfflineOnline
     : rl::test_suite<RestartAfterOfflineOnline, 3> {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
   std::unique_ptr<PerCpuCounter> counter;
   internal::Atomic<int> resumed{0};  // P2: Online returned before restart
 

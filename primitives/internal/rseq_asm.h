@@ -93,22 +93,24 @@
 // (docs/vm_lane.md) builds with it to report how often the kernel restarted
 // the real sequences.
 #if defined(PERCPU_RSEQ_COUNT_ABORTS)
-extern "C" __attribute__((visibility("hidden"))) unsigned long long
-    percpu_rseq_abort_count;
-#define PERCPU_RSEQ_X86_COUNT_ABORT \
-  "lock incq percpu_rseq_abort_count(%%rip)\n\t"
-// Scratch: the caller passes two output registers the restart rewrites
-// anyway (a 64-bit one for the address and value, a 32-bit status).
-#define PERCPU_RSEQ_A64_COUNT_ABORT(addr, val, st)           \
-  "adrp " addr ", percpu_rseq_abort_count\n\t"              \
-  "add " addr ", " addr ", :lo12:percpu_rseq_abort_count\n\t" \
-  "66:\n\t"                                                 \
-  "ldxr " val ", [" addr "]\n\t"                             \
-  "add " val ", " val ", #1\n\t"                             \
-  "stxr " st ", " val ", [" addr "]\n\t"                     \
+// Default visibility, reached through the GOT: the counter lives in rseq.cc
+// and the sequences may be inlined into other shared objects (Bazel links
+// test dependencies as shared libraries).
+extern "C" unsigned long long percpu_rseq_abort_count;
+// Scratch: output registers that the restart rewrites anyway.
+#define PERCPU_RSEQ_X86_COUNT_ABORT(reg)                        \
+  "movq percpu_rseq_abort_count@GOTPCREL(%%rip), " reg "\n\t" \
+  "lock incq (" reg ")\n\t"
+#define PERCPU_RSEQ_A64_COUNT_ABORT(addr, val, st)                \
+  "adrp " addr ", :got:percpu_rseq_abort_count\n\t"              \
+  "ldr " addr ", [" addr ", :got_lo12:percpu_rseq_abort_count]\n\t" \
+  "66:\n\t"                                                       \
+  "ldxr " val ", [" addr "]\n\t"                                   \
+  "add " val ", " val ", #1\n\t"                                   \
+  "stxr " st ", " val ", [" addr "]\n\t"                           \
   "cbnz " st ", 66b\n\t"
 #else
-#define PERCPU_RSEQ_X86_COUNT_ABORT ""
+#define PERCPU_RSEQ_X86_COUNT_ABORT(reg) ""
 #define PERCPU_RSEQ_A64_COUNT_ABORT(addr, val, st) ""
 #endif
 
@@ -202,7 +204,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       ".long 0x53053053\n\t"
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
-      PERCPU_RSEQ_X86_COUNT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[tmp]")
       "jmp 0b\n\t"
       ".popsection\n\t"
       // Every exit disarms the section: rseq_cs = 0 (issue 12 item 3; see
@@ -315,6 +317,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       ".long 0x53053053\n\t"
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[tmp]")
       "jmp 0b\n\t"
       // Not present: report it (out of line, off the hot path).
       "6:\n\t"
@@ -365,6 +368,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "b 5f\n\t"
       ".inst 0xd428bc00\n\t"
       "4:\n\t"
+      PERCPU_RSEQ_A64_COUNT_ABORT("%[addr]", "%[tmp]", "%w[cpu]")
       "b 0b\n\t"
       "6:\n\t"
       "mov %w[cpu], #-1\n\t"
@@ -461,7 +465,7 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       ".byte 0x0f, 0xb9, 0x3d\n\t"
       ".long 0x53053053\n\t"
       "4:\n\t"
-      PERCPU_RSEQ_X86_COUNT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[t1]")
       "jmp 0b\n\t"
       "6:\n\t"
       "movl $-1, %k[cpu]\n\t"
