@@ -5,8 +5,12 @@
 
 set(PERCPU_SOURCES
   primitives/contract.cc
+  primitives/counter.cc
   primitives/cpu_slot.cc
   primitives/cpumask.cc
+  primitives/domain.cc
+  primitives/exporter.cc
+  primitives/hotplug_monitor.cc
   primitives/internal/extent_map.cc
   primitives/per_thread.cc
   primitives/percpu_alloc.cc
@@ -18,12 +22,19 @@ set(PERCPU_SOURCES
 
 set(PERCPU_HEADERS
   primitives/contract.h
+  primitives/counter.h
   primitives/cpu_slot.h
   primitives/cpumask.h
+  primitives/domain.h
+  primitives/exporter.h
   primitives/fold.h
+  primitives/hotplug_monitor.h
+  primitives/internal/abi.h
   primitives/internal/atomic.h
   primitives/internal/atomic_ref.h
+  primitives/internal/cpu_writers.h
   primitives/internal/extent_map.h
+  primitives/internal/family.h
   primitives/internal/rseq_asm.h
   primitives/lazy_percpu.h
   primitives/per_thread.h

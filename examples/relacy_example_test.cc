@@ -18,10 +18,11 @@ struct MessagePassing : rl::test_suite<MessagePassing, 2> {
     }
   }
   void after() {}                 // optional, runs after all threads joined
-  void invariant() {}             // optional, runs after after()
+  void invariant() {}             // optional, runs after every step
 };
 
 TEST_CASE("mp") {
-  rl::test_params p;              // default: exhaustive (sched_full)
+  rl::test_params p;              // default: 1000 random executions
+  p.search_type = rl::sched_full; // every execution: say so explicitly
   CHECK(rl::simulate<MessagePassing>(p));
 }
