@@ -130,18 +130,6 @@ class BasicSeqCount {
     }
   }
 
-  // Starts a read section without waiting: returns the count with its low
-  // bit cleared. If a write section is open (odd count s), the start is
-  // s - 1, which ReadRetry() can never see again, so that pass is retried:
-  // the same guarantee as ReadBegin() for a reader that retries anyway,
-  // with an AND instead of a test-and-branch (u64_stats group reads).
-  uint32_t ReadBeginNoWait() const {
-    // Acquire: as in ReadBegin(). Pairs with: release store of seq_ in
-    // WriteEnd().
-    const uint32_t seq = seq_.load(Recipe::kReadBeginLoad);
-    return Recipe::kReaderWaitsForEven ? seq & ~uint32_t{1} : seq;
-  }
-
   // Ends a read section. Returns true if a write section overlapped it, in
   // which case the values read must be discarded and the read repeated.
   bool ReadRetry(uint32_t start) const {

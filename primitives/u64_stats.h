@@ -109,21 +109,8 @@ class BasicU64StatsSync<true> {
  public:
   void UpdateBegin() { seq_.WriteBegin(); }
   void UpdateEnd() { seq_.WriteEnd(); }
-  // No wait for an even count: an odd count comes back even-masked and
-  // fails FetchRetry (seqcount.h, ReadBeginNoWait), which the caller's loop
-  // repeats anyway. On x86_64 the section then costs two plain loads of the
-  // count, an AND, a compare and one branch (docs/u64_stats.md).
-  uint32_t FetchBegin() const { return seq_.ReadBeginNoWait(); }
-  // On a retry (rare) it pauses before the caller's next pass: the wait
-  // FetchBegin no longer does, so a reader that started inside a write
-  // section spins politely (and the model checker sees a spin loop).
-  bool FetchRetry(uint32_t start) const {
-    if (__builtin_expect(seq_.ReadRetry(start), 0)) {
-      internal::SpinPause();
-      return true;
-    }
-    return false;
-  }
+  uint32_t FetchBegin() const { return seq_.ReadBegin(); }
+  bool FetchRetry(uint32_t start) const { return seq_.ReadRetry(start); }
 
  private:
   SeqCount seq_;
