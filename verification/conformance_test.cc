@@ -546,3 +546,103 @@ TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------- dynamic threads
+
+// Two dynamically created threads increment a counter with a load and a
+// store: one increment can be lost (Relacy: USER ASSERT FAILED).
+template <bool kAtomicRmw>
+struct DynCounter : rl::test_suite<DynCounter<kAtomicRmw>, 1> {
+  static constexpr unsigned dynamic_thread_count = 2;
+  rl::atomic<int> n{0};
+  rl::var<int> payload;
+  static void* Inc(void* p) {
+    auto* self = static_cast<DynCounter*>(p);
+    if (kAtomicRmw) {
+      self->n.fetch_add(1, rl::mo_relaxed);
+    } else {
+      int v = self->n.load(rl::mo_relaxed);
+      self->n.store(v + 1, rl::mo_relaxed);
+    }
+    return nullptr;
+  }
+  void thread(unsigned) {
+    payload($) = 1;  // before start(): no race with the created threads
+    rl::dyn_thread a, b;
+    a.start(&Inc, this);
+    b.start(&Inc, this);
+    a.join();
+    b.join();
+    // After join() the threads' writes are visible, even relaxed ones.
+    RL_ASSERT(n.load(rl::mo_relaxed) == 2);
+    payload($) = 2;
+  }
+};
+TEST_CASE("dyn_thread: a lost update between created threads is found") {
+  VERDICT(rl::test_result_user_assert_failed, DynCounter<false>);
+}
+TEST_CASE("dyn_thread: start/join synchronize; fetch_add loses nothing") {
+  rl::test_params p;
+  VERDICT(rl::test_result_success, DynCounter<true>);
+  CHECK(Full<DynCounter<true>>(&p) == rl::test_result_success);
+  CHECK(p.executions >= 2);  // both orders of the two increments
+}
+
+// A created thread writes a plain variable its creator reads without a
+// join: a data race.
+struct DynRace : rl::test_suite<DynRace, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  rl::var<int> x{0};
+  static void* Write(void* p) {
+    static_cast<DynRace*>(p)->x($) = 1;
+    return nullptr;
+  }
+  void thread(unsigned) {
+    rl::dyn_thread t;
+    t.start(&Write, this);
+    int v = x($);
+    (void)v;
+    t.join();
+  }
+};
+TEST_CASE("dyn_thread: an access racing with a created thread is a DATA RACE") {
+  VERDICT(rl::test_result_data_race, DynRace);
+}
+
+// Creating more threads than declared is the suite's error.
+struct DynTooMany : rl::test_suite<DynTooMany, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  static void* Nop(void*) { return nullptr; }
+  void thread(unsigned) {
+    rl::dyn_thread a, b;
+    a.start(&Nop, nullptr);
+    b.start(&Nop, nullptr);
+    a.join();
+    b.join();
+  }
+};
+TEST_CASE("dyn_thread: more than dynamic_thread_count is INCONSISTENT") {
+  VERDICT(rl::test_result_inconsistent_test_suite, DynTooMany);
+}
+
+// A join that can never end (the created thread waits for the joiner).
+struct DynJoinDeadlock : rl::test_suite<DynJoinDeadlock, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  rl::mutex m;
+  static void* Lock(void* p) {
+    auto* self = static_cast<DynJoinDeadlock*>(p);
+    self->m.lock();
+    self->m.unlock();
+    return nullptr;
+  }
+  void thread(unsigned) {
+    m.lock();
+    rl::dyn_thread t;
+    t.start(&Lock, this);
+    t.join();
+    m.unlock();
+  }
+};
+TEST_CASE("dyn_thread: joining a thread blocked on the joiner is a DEADLOCK") {
+  VERDICT(rl::test_result_deadlock, DynJoinDeadlock);
+}

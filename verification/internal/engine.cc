@@ -253,6 +253,13 @@ struct ThreadState {
   int spurious_loc = -1;   // last CAS on this location failed spuriously
   bool released = false;   // resumed with nobody able to write
   int noabort = 0;         // depth of no-abort sections (NoAbort)
+  // Dynamic threads (rl::dyn_thread, pthread_create): the function a
+  // created thread runs instead of the suite's thread(), and the thread a
+  // join waits for (-1: none).
+  void* (*fn)(void*) = nullptr;
+  void* arg = nullptr;
+  bool spawned = false;  // created; started by the scheduler loop
+  int join_target = -1;
 };
 
 struct VarAcc {
@@ -315,8 +322,10 @@ uint64_t g_next_generation = 1;
 
 class Engine {
  public:
-  Engine(SuiteIface& suite, test_params& p, unsigned n, std::string name)
-      : suite_(suite), p_(p), n_(n), name_(std::move(name)) {
+  Engine(SuiteIface& suite, test_params& p, unsigned n, unsigned n_static,
+         std::string name)
+      : suite_(suite), p_(p), n_(n), n_static_(n_static),
+        name_(std::move(name)) {
     out_ = p.output_stream != nullptr ? p.output_stream : &std::cout;
     threads_.resize(n_ + 1);
     for (unsigned i = 0; i < n_; ++i)
@@ -346,6 +355,8 @@ class Engine {
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
   unsigned ThreadIndex() const { return cur_; }
+  int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info);
+  void JoinThread(int handle, const debug_info& info);
   void Fail(test_result_e r, const std::string& desc, const debug_info& info);
   int NewVar(bool initialized, const debug_info& info, const void* addr);
   void VarAccess(int var, bool write, const debug_info& info);
@@ -430,7 +441,9 @@ class Engine {
 
   SuiteIface& suite_;
   test_params& p_;
-  unsigned n_;
+  unsigned n_;         // all thread slots: static, then dynamic
+  unsigned n_static_;  // the suite's thread(index) threads
+  unsigned n_spawned_ = 0;  // dynamic slots used this execution
   std::string name_;
   std::ostream* out_;
 
@@ -559,7 +572,10 @@ void ThreadEntry() {
   ThreadState& th = e->threads_[t];
   try {
     UserScope user;
-    e->suite_.Thread(t);
+    if (th.fn != nullptr)
+      th.fn(th.arg);
+    else
+      e->suite_.Thread(t);
   } catch (const AbortExecution&) {
   } catch (...) {
     if (!e->aborting_ && !e->failed_) {
@@ -571,6 +587,9 @@ void ThreadEntry() {
   t_user = kEngine;
   th.finished = true;
   th.pending = false;
+  // Threads joining this one may go on.
+  for (ThreadState& o : e->threads_)
+    if (o.join_target == static_cast<int>(t)) o.blocked = false;
 #ifdef RL_FAST_SWITCH
   rl_switch_context(&th.sp, e->sched_sp_);
 #else
@@ -1362,6 +1381,64 @@ void Engine::WaitBlocked(const debug_info& info) {
   th.sync_wait = false;
 }
 
+int Engine::CreateThread(void* (*fn)(void*), void* arg,
+                         const debug_info& info) {
+  if (n_static_ + n_spawned_ >= n_) {
+    Fail(test_result_inconsistent_test_suite,
+         "more threads created than the suite's dynamic_thread_count", info);
+    return -1;
+  }
+  unsigned t = n_static_ + n_spawned_++;
+  ThreadState& me = threads_[cur_];
+  // A virtual spawn event: everything the creator did so far (its rl::var
+  // accesses included) happens before the new thread's first step.
+  me.idx += 1;
+  me.clock.c[cur_] = me.idx;
+  me.porf.c[cur_] = me.idx;
+  ThreadState& th = threads_[t];
+  th.clock = me.clock;
+  th.porf = me.porf;
+  th.fn = fn;
+  th.arg = arg;
+  th.spawned = true;
+  return static_cast<int>(t);
+}
+
+void Engine::JoinThread(int handle, const debug_info& info) {
+  if (handle < static_cast<int>(n_static_) ||
+      handle >= static_cast<int>(n_static_ + n_spawned_) ||
+      handle == static_cast<int>(cur_)) {
+    Fail(test_result_user_assert_failed, "join of an invalid thread handle",
+         info);
+    return;
+  }
+  ThreadState& target = threads_[handle];
+  while (!target.finished) {
+    ThreadState& th = threads_[cur_];
+    if (!in_thread_) {
+      Fail(test_result_deadlock, "a join outside a thread cannot wait", info);
+      return;
+    }
+    CheckDepth();
+    th.join_target = handle;
+    th.blocked = true;
+    th.sync_wait = true;
+    th.op = Pending();
+    th.op.kind = OpKind::kResume;
+    th.op.info = info;
+    th.pending = true;
+    SwitchToScheduler();
+    th.sync_wait = false;
+    th.join_target = -1;
+  }
+  // A virtual join event: the finished thread happens before what follows.
+  ThreadState& th = threads_[cur_];
+  th.clock.Join(target.clock);
+  th.clock.c[handle] = target.idx + 1;
+  th.porf.Join(target.porf);
+  th.porf.c[handle] = target.idx + 1;
+}
+
 bool Engine::AllBlocked() {
   bool spinner = false, waiter = false;
   for (unsigned t = 0; t < n_; ++t) {
@@ -1657,6 +1734,7 @@ void Engine::ResetExecution() {
   in_invariant_ = false;
   result_ = test_result_success;
   skips_ = 0;
+  n_spawned_ = 0;
   steps_ = 0;
   stalled_rounds_ = 0;
   observing_ = false;
@@ -1683,19 +1761,29 @@ Engine::Outcome Engine::RunOne() {
     m.idx += 1;
     m.clock.c[n_] = m.idx;
     m.porf.c[n_] = m.idx;
-    for (unsigned t = 0; t < n_; ++t) {
+    for (unsigned t = 0; t < n_static_; ++t) {
       threads_[t].clock = m.clock;
       threads_[t].porf = m.clock;
       StartThread(t);
       if (failed_ || pruned_) break;
     }
     while (!failed_ && !pruned_) {
+      // Threads created since the last step run to their first operation.
+      bool started_one = false;
+      for (unsigned t = n_static_; t < n_static_ + n_spawned_; ++t) {
+        if (threads_[t].spawned && !threads_[t].started) {
+          StartThread(t);
+          started_one = true;
+          if (failed_ || pruned_) break;
+        }
+      }
+      if (started_one) continue;
       Action a;
       last_choice_ = -1;
       if (!Decide(DecideKind::kSched, 0, &a)) {
         bool all_done = true, any_runnable = false;
         for (unsigned t = 0; t < n_; ++t) {
-          if (threads_[t].finished) continue;
+          if (threads_[t].finished || !threads_[t].started) continue;
           all_done = false;
           if (!threads_[t].blocked) any_runnable = true;
         }
@@ -1713,6 +1801,7 @@ Engine::Outcome Engine::RunOne() {
     if (!failed_ && !pruned_) {
       ThreadState& main = threads_[n_];
       for (unsigned t = 0; t < n_; ++t) {
+        if (!threads_[t].started) continue;
         main.clock.Join(threads_[t].clock);
         main.clock.c[t] = threads_[t].idx + 1;  // virtual join event
       }
@@ -2123,14 +2212,30 @@ void HeapFree(void* p, int kind, const debug_info& info) {
   std::free(p);
 }
 
+int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info) {
+  if (g_generation == 0 || g_engine->aborting()) return -1;
+  EngineScope engine;
+  return g_engine->CreateThread(fn, arg, info);
+}
+
+void JoinThread(int handle, const debug_info& info) {
+  if (g_generation == 0 || handle < 0 || g_engine->aborting()) return;
+  EngineScope engine;
+  g_engine->JoinThread(handle, info);
+}
+
 test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
-                  test_result_e expected, const std::string& name) {
+                  test_result_e expected, const std::string& name,
+                  unsigned dynamic_threads) {
+  unsigned static_threads = threads;
+  threads += dynamic_threads;
   if (threads + 1 > static_cast<unsigned>(kMaxThreads)) {
-    std::cerr << name << ": at most " << kMaxThreads - 1 << " threads\n";
+    std::cerr << name << ": at most " << kMaxThreads - 1
+              << " threads (static and dynamic)\n";
     params.test_result = test_result_inconsistent_test_suite;
     return test_result_inconsistent_test_suite;
   }
-  Engine engine(suite, params, threads,
+  Engine engine(suite, params, threads, static_threads,
                 params.test_name.empty() ? name : params.test_name);
   engine.has_invariant_ = suite.HasInvariant();
   Engine* saved = g_engine;
