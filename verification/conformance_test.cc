@@ -9,6 +9,7 @@
 
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
+#include "relacy_std_programs.h"
 
 namespace {
 
@@ -645,4 +646,34 @@ struct DynJoinDeadlock : rl::test_suite<DynJoinDeadlock, 1> {
 };
 TEST_CASE("dyn_thread: joining a thread blocked on the joiner is a DEADLOCK") {
   VERDICT(rl::test_result_deadlock, DynJoinDeadlock);
+}
+
+// ------------------------------------------------- relacy_std.hpp programs
+// Compiled in relacy_std_programs.cc against relacy_std.hpp only.
+
+#define STD_VERDICT(R, F)                                            \
+  CHECK(std::string(rl::test_result_str(relacy_std_programs::F())) == \
+        std::string(rl::test_result_str(R)))
+
+TEST_CASE("relacy_std: std::atomic publication, relaxed races, acq/rel not") {
+  STD_VERDICT(rl::test_result_data_race, RelaxedPublication);
+  STD_VERDICT(rl::test_result_success, ReleasePublication);
+}
+TEST_CASE("relacy_std: std::mutex with std::lock_guard") {
+  STD_VERDICT(rl::test_result_success, StdMutexCounter);
+}
+TEST_CASE("relacy_std: pthread_create/join and pthread_mutex_t") {
+  STD_VERDICT(rl::test_result_success, PthreadMutexCounter);
+  STD_VERDICT(rl::test_result_data_race, PthreadUnlockedCounter);
+}
+TEST_CASE("relacy_std: sem_t hand-off synchronizes; a missing post deadlocks") {
+  STD_VERDICT(rl::test_result_success, SemHandOff);
+  STD_VERDICT(rl::test_result_deadlock, SemMissingPost);
+}
+TEST_CASE("relacy_std: pthread_cond_t in a predicate loop") {
+  STD_VERDICT(rl::test_result_success, PthreadCondPredicate);
+}
+TEST_CASE("relacy_std: malloc/free are the heap model's") {
+  STD_VERDICT(rl::test_result_memory_leak, MallocLeak);
+  STD_VERDICT(rl::test_result_success, MallocFreed);
 }

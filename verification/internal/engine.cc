@@ -258,6 +258,7 @@ struct ThreadState {
   // join waits for (-1: none).
   void* (*fn)(void*) = nullptr;
   void* arg = nullptr;
+  void* ret = nullptr;  // fn's result, for pthread_join
   bool spawned = false;  // created; started by the scheduler loop
   int join_target = -1;
 };
@@ -356,7 +357,7 @@ class Engine {
   unsigned Rand(unsigned limit);
   unsigned ThreadIndex() const { return cur_; }
   int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info);
-  void JoinThread(int handle, const debug_info& info);
+  void* JoinThread(int handle, const debug_info& info);
   void Fail(test_result_e r, const std::string& desc, const debug_info& info);
   int NewVar(bool initialized, const debug_info& info, const void* addr);
   void VarAccess(int var, bool write, const debug_info& info);
@@ -573,7 +574,7 @@ void ThreadEntry() {
   try {
     UserScope user;
     if (th.fn != nullptr)
-      th.fn(th.arg);
+      th.ret = th.fn(th.arg);
     else
       e->suite_.Thread(t);
   } catch (const AbortExecution&) {
@@ -1404,20 +1405,20 @@ int Engine::CreateThread(void* (*fn)(void*), void* arg,
   return static_cast<int>(t);
 }
 
-void Engine::JoinThread(int handle, const debug_info& info) {
+void* Engine::JoinThread(int handle, const debug_info& info) {
   if (handle < static_cast<int>(n_static_) ||
       handle >= static_cast<int>(n_static_ + n_spawned_) ||
       handle == static_cast<int>(cur_)) {
     Fail(test_result_user_assert_failed, "join of an invalid thread handle",
          info);
-    return;
+    return nullptr;
   }
   ThreadState& target = threads_[handle];
   while (!target.finished) {
     ThreadState& th = threads_[cur_];
     if (!in_thread_) {
       Fail(test_result_deadlock, "a join outside a thread cannot wait", info);
-      return;
+      return nullptr;
     }
     CheckDepth();
     th.join_target = handle;
@@ -1437,6 +1438,7 @@ void Engine::JoinThread(int handle, const debug_info& info) {
   th.clock.c[handle] = target.idx + 1;
   th.porf.Join(target.porf);
   th.porf.c[handle] = target.idx + 1;
+  return target.ret;
 }
 
 bool Engine::AllBlocked() {
@@ -2218,10 +2220,10 @@ int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info) {
   return g_engine->CreateThread(fn, arg, info);
 }
 
-void JoinThread(int handle, const debug_info& info) {
-  if (g_generation == 0 || handle < 0 || g_engine->aborting()) return;
+void* JoinThread(int handle, const debug_info& info) {
+  if (g_generation == 0 || handle < 0 || g_engine->aborting()) return nullptr;
   EngineScope engine;
-  g_engine->JoinThread(handle, info);
+  return g_engine->JoinThread(handle, info);
 }
 
 test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,

@@ -175,7 +175,7 @@ unsigned ThreadIndex();
 // synchronizes-with its start). Returns its handle (thread index), -1 if
 // none. JoinThread waits until it finished and then knows all it did.
 int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info);
-void JoinThread(int handle, const debug_info& info);
+void* JoinThread(int handle, const debug_info& info);  // fn's result
 void Fail(test_result_e result, const char* desc, const debug_info& info);
 void Until(const char* desc, const debug_info& info);
 int NewVar(bool initialized, const debug_info& info,
