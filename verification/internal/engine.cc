@@ -343,7 +343,7 @@ class Engine {
                 const void* addr);
   uint64_t Op(Pending op);
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
-  void WaitBlocked(const debug_info& info);
+  bool WaitBlocked(const debug_info& info);
   void* HeapAlloc(size_t size, size_t align, int kind);
   // Returns false if p is not the execution's and report_foreign is off
   // (the caller frees it for real).
@@ -1353,14 +1353,14 @@ void Engine::Yield(const debug_info& info) {
   SwitchToScheduler();
 }
 
-void Engine::WaitBlocked(const debug_info& info) {
+bool Engine::WaitBlocked(const debug_info& info) {
   ThreadState& th = threads_[cur_];
   if (!in_thread_) {
     Fail(test_result_deadlock,
          "a wait (mutex or condition variable) outside a thread can never "
          "end",
          info);
-    return;
+    return false;
   }
   CheckDepth();
   // The read that found the mutex held / no signal is the last one.
@@ -1380,6 +1380,7 @@ void Engine::WaitBlocked(const debug_info& info) {
   th.pending = true;
   SwitchToScheduler();
   th.sync_wait = false;
+  return true;
 }
 
 int Engine::CreateThread(void* (*fn)(void*), void* arg,
@@ -2139,10 +2140,10 @@ void Yield(unsigned count, const debug_info& info) {
   g_engine->Yield(info);
 }
 
-void WaitBlocked(const debug_info& info) {
-  if (g_generation == 0 || g_engine->aborting()) return;
+bool WaitBlocked(const debug_info& info) {
+  if (g_generation == 0 || g_engine->aborting()) return false;
   EngineScope engine;
-  g_engine->WaitBlocked(info);
+  return g_engine->WaitBlocked(info);
 }
 
 unsigned Rand(unsigned limit, const debug_info& info) {

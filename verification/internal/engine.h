@@ -166,8 +166,11 @@ void Yield(unsigned count, const debug_info& info);
 // Blocks the calling thread until another thread writes (a mutex or
 // condition-variable wait). If nothing can ever write again, the run is a
 // deadlock. Reads since the last wait that were not the newest prune the
-// execution (another one reads the newer value).
-void WaitBlocked(const debug_info& info);
+// execution (another one reads the newer value). Returns false if it could
+// not wait (no execution, an abandoned one being unwound, or outside a
+// thread: then the run already failed): the caller stops waiting and goes
+// on with dummy state instead of looping.
+bool WaitBlocked(const debug_info& info);
 unsigned Rand(unsigned limit, const debug_info& info);
 unsigned ThreadIndex();
 // Dynamic threads (rl::dyn_thread, pthread_create): a checker thread running

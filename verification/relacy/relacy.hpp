@@ -463,7 +463,7 @@ class mutex {
       if (state_.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
                                          info))
         break;
-      detail::WaitBlocked(info);
+      if (!detail::WaitBlocked(info)) break;  // unwinding: do not spin
     }
     owner_ = static_cast<int>(thread_index());
     info_ = info;
@@ -568,7 +568,7 @@ class condition_variable {
             break;
           continue;
         }
-        detail::WaitBlocked(info);
+        if (!detail::WaitBlocked(info)) break;
       }
     }
     // else: a spurious wake-up (the registration stays; a later signal

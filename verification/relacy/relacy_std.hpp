@@ -258,7 +258,8 @@ inline int sem_wait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   for (;;) {
     unsigned v = s->count.load(rl::mo_relaxed, info);
     if (v == 0) {
-      rl::detail::WaitBlocked(info);  // until a thread posts (or deadlock)
+      // Until a thread posts (or deadlock); unwinding: give up.
+      if (!rl::detail::WaitBlocked(info)) return 0;
       continue;
     }
     // Pairs with: the release increment in sem_post.
