@@ -123,17 +123,85 @@ std::string Demangle(const char* name) {
 
 namespace {
 
-constexpr int kMaxThreads = 16;  // including the main (before/after) thread
+// Threads per suite, including the main (before/after) thread. Relacy's
+// limit is configurable; here suites up to kMaxThreads - 1 threads run, and
+// the clocks of the common case (at most kInlineClock entries) stay inline:
+// entries past them live in a side array allocated only by wider suites.
+constexpr int kMaxThreads = 64;
+constexpr int kInlineClock = 16;
+constexpr int kExtClock = kMaxThreads - kInlineClock;
 constexpr size_t kStackSize = 256 * 1024;
 
 // Entries in use: the running suite's threads plus main (set by Run()), so
 // a small suite does not pay for the largest.
-int g_clock_width = kMaxThreads;
+int g_clock_width = kInlineClock;
 
+// A vector clock. The side array is malloc'ed (never the heap model's
+// operator new): clocks are the engine's, never the test's.
 struct Clock {
-  int32_t c[kMaxThreads] = {};
+  int32_t c[kInlineClock] = {};
+  int32_t* ext = nullptr;  // entries kInlineClock.., only if ever set
+
+  Clock() = default;
+  Clock(const Clock& o) {
+    std::memcpy(c, o.c, sizeof c);
+    if (o.ext != nullptr) {
+      ext = NewExt();
+      std::memcpy(ext, o.ext, sizeof(int32_t) * kExtClock);
+    }
+  }
+  Clock(Clock&& o) noexcept : ext(o.ext) {
+    std::memcpy(c, o.c, sizeof c);
+    o.ext = nullptr;
+  }
+  Clock& operator=(const Clock& o) {
+    if (this == &o) return *this;
+    std::memcpy(c, o.c, sizeof c);
+    if (o.ext != nullptr) {
+      if (ext == nullptr) ext = NewExt();
+      std::memcpy(ext, o.ext, sizeof(int32_t) * kExtClock);
+    } else if (ext != nullptr) {
+      std::memset(ext, 0, sizeof(int32_t) * kExtClock);
+    }
+    return *this;
+  }
+  Clock& operator=(Clock&& o) noexcept {
+    if (this == &o) return *this;
+    std::memcpy(c, o.c, sizeof c);
+    std::free(ext);
+    ext = o.ext;
+    o.ext = nullptr;
+    return *this;
+  }
+  ~Clock() { std::free(ext); }
+
+  int32_t get(int i) const {
+    if (i < kInlineClock) return c[i];
+    return ext != nullptr ? ext[i - kInlineClock] : 0;
+  }
+  void set(int i, int32_t v) {
+    if (i < kInlineClock) {
+      c[i] = v;
+      return;
+    }
+    if (ext == nullptr) ext = NewExt();
+    ext[i - kInlineClock] = v;
+  }
   void Join(const Clock& o) {
-    for (int i = 0; i < g_clock_width; ++i) c[i] = std::max(c[i], o.c[i]);
+    const int w = std::min(g_clock_width, kInlineClock);
+    for (int i = 0; i < w; ++i) c[i] = std::max(c[i], o.c[i]);
+    if (o.ext != nullptr) {
+      if (ext == nullptr) ext = NewExt();
+      for (int i = 0; i < g_clock_width - kInlineClock; ++i)
+        ext[i] = std::max(ext[i], o.ext[i]);
+    }
+  }
+
+ private:
+  static int32_t* NewExt() {
+    auto* p = static_cast<int32_t*>(std::calloc(kExtClock, sizeof(int32_t)));
+    if (p == nullptr) std::abort();  // the engine's own memory
+    return p;
   }
 };
 
@@ -405,7 +473,7 @@ class Engine {
 
   // Graph.
   bool Hb(int e, const Clock& c) const {
-    return c.c[events_[e].tid] >= events_[e].idx;
+    return c.get(events_[e].tid) >= events_[e].idx;
   }
   int ReadLowerBound(int loc, const Clock& c) const;
   int WriteLowerBound(int loc, const Clock& c) const;
@@ -729,14 +797,14 @@ void Engine::Stamp(unsigned t, Event& e) const {
   e.tid = static_cast<int>(t);
   e.idx = th.idx + 1;
   e.pre = th.clock;
-  e.pre.c[t] = e.idx;
+  e.pre.set(t, e.idx);
 }
 
 void Engine::StampLocal(unsigned t, Event& e) const {
   Stamp(t, e);
   e.post = e.pre;
   e.porf = threads_[t].porf;
-  e.porf.c[t] = e.idx;
+  e.porf.set(t, e.idx);
 }
 
 Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
@@ -784,7 +852,7 @@ Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
   if (e.writes) e.rel_fence = th.rel_fence;
   e.post = e.pre;
   e.porf = th.porf;
-  e.porf.c[t] = e.idx;
+  e.porf.set(t, e.idx);
   if (e.reads) {
     e.rf = a.rf;
     e.porf.Join(events_[a.rf].porf);
@@ -865,7 +933,7 @@ void Engine::Commit(unsigned t, const Built& b) {
   if ((e.writes || e.kind == Kind::kCasFail) && mode_ == Mode::kDfs &&
       p_.lazy_deferral) {
     Clock before = th.porf;
-    before.c[t] = e.idx;
+    before.set(t, e.idx);
     Discover(e, before);
   }
   th.idx = e.idx;
@@ -949,7 +1017,7 @@ bool Engine::ScConsistent() {
     for (size_t j = 0; j < n; ++j) {
       if (i == j) continue;
       const Event& B = events_[sc_events_[j]];
-      if (A.tid == B.tid ? A.idx < B.idx : B.pre.c[A.tid] > A.idx)
+      if (A.tid == B.tid ? A.idx < B.idx : B.pre.get(A.tid) > A.idx)
         adj[i][j] = 1;
     }
   }
@@ -1013,7 +1081,7 @@ void Engine::Discover(const Event& w, const Clock& porf_before) {
     if (!r.reads || r.loc != w.loc || r.tid == w.tid) continue;
     uint32_t m = c.SegOf(c.cur);
     if (c.enabled_segs > m + 1) continue;
-    if (porf_before.c[r.tid] >= r.idx) continue;
+    if (porf_before.get(r.tid) >= r.idx) continue;
     c.Enable(m + 2);
   }
 }
@@ -1395,8 +1463,8 @@ int Engine::CreateThread(void* (*fn)(void*), void* arg,
   // A virtual spawn event: everything the creator did so far (its rl::var
   // accesses included) happens before the new thread's first step.
   me.idx += 1;
-  me.clock.c[cur_] = me.idx;
-  me.porf.c[cur_] = me.idx;
+  me.clock.set(cur_, me.idx);
+  me.porf.set(cur_, me.idx);
   ThreadState& th = threads_[t];
   th.clock = me.clock;
   th.porf = me.porf;
@@ -1436,9 +1504,9 @@ void* Engine::JoinThread(int handle, const debug_info& info) {
   // A virtual join event: the finished thread happens before what follows.
   ThreadState& th = threads_[cur_];
   th.clock.Join(target.clock);
-  th.clock.c[handle] = target.idx + 1;
+  th.clock.set(handle, target.idx + 1);
   th.porf.Join(target.porf);
-  th.porf.c[handle] = target.idx + 1;
+  th.porf.set(handle, target.idx + 1);
   return target.ret;
 }
 
@@ -1583,7 +1651,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     if (v.addr < lo || v.addr >= hi) continue;
     v.freed = true;
     auto unordered = [&](const VarAcc& a) {
-      return a.tid != static_cast<int>(cur_) && clock.c[a.tid] < a.epoch;
+      return a.tid != static_cast<int>(cur_) && clock.get(a.tid) < a.epoch;
     };
     bool bad = v.has_write && unordered(v.w);
     for (const VarAcc& r : v.reads) bad = bad || unordered(r);
@@ -1684,7 +1752,7 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
     var_trace_.emplace_back(events_.size(), s.str());
   }
   auto ordered = [&](const VarAcc& a) {
-    return a.tid == static_cast<int>(cur_) || th.clock.c[a.tid] >= a.epoch;
+    return a.tid == static_cast<int>(cur_) || th.clock.get(a.tid) >= a.epoch;
   };
   auto race = [&](const VarAcc& a, const char* what) {
     std::ostringstream s;
@@ -1762,8 +1830,8 @@ Engine::Outcome Engine::RunOne() {
     // Thread creation synchronizes: a virtual spawn event after before().
     ThreadState& m = threads_[n_];
     m.idx += 1;
-    m.clock.c[n_] = m.idx;
-    m.porf.c[n_] = m.idx;
+    m.clock.set(n_, m.idx);
+    m.porf.set(n_, m.idx);
     for (unsigned t = 0; t < n_static_; ++t) {
       threads_[t].clock = m.clock;
       threads_[t].porf = m.clock;
@@ -1806,7 +1874,7 @@ Engine::Outcome Engine::RunOne() {
       for (unsigned t = 0; t < n_; ++t) {
         if (!threads_[t].started) continue;
         main.clock.Join(threads_[t].clock);
-        main.clock.c[t] = threads_[t].idx + 1;  // virtual join event
+        main.clock.set(t, threads_[t].idx + 1);  // virtual join event
       }
       UserScope user(kFreesOnly);
       suite_.After();
