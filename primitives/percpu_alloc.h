@@ -63,6 +63,7 @@
 #include <utility>
 #include <vector>
 
+#include "primitives/internal/atomic.h"
 #include "primitives/internal/extent_map.h"
 #include "primitives/status.h"
 #include "primitives/topology.h"
@@ -361,7 +362,9 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
   MemorySource* const memory_;
   uint64_t callback_id_ = 0;
 
-  mutable std::mutex mu_;
+  // internal::Mutex is std::mutex in normal builds and the checker's
+  // rl::mutex under PERCPU_MODEL_CHECK (percpu_alloc_model_test).
+  mutable internal::Mutex mu_;
   std::vector<Chunk> chunks_;                       // guarded by mu_
   // CPU-0 unit lookup: an open-addressed hash table (power-of-two size,
   // at most half full, linear probing) from a unit-sized address window

@@ -9,6 +9,7 @@
 
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
+#include "relacy_std_programs.h"
 
 namespace {
 
@@ -546,3 +547,143 @@ TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------- dynamic threads
+
+// Two dynamically created threads increment a counter with a load and a
+// store: one increment can be lost (Relacy: USER ASSERT FAILED).
+template <bool kAtomicRmw>
+struct DynCounter : rl::test_suite<DynCounter<kAtomicRmw>, 1> {
+  static constexpr unsigned dynamic_thread_count = 2;
+  rl::atomic<int> n{0};
+  rl::var<int> payload;
+  static void* Inc(void* p) {
+    auto* self = static_cast<DynCounter*>(p);
+    if (kAtomicRmw) {
+      self->n.fetch_add(1, rl::mo_relaxed);
+    } else {
+      int v = self->n.load(rl::mo_relaxed);
+      self->n.store(v + 1, rl::mo_relaxed);
+    }
+    return nullptr;
+  }
+  void thread(unsigned) {
+    payload($) = 1;  // before start(): no race with the created threads
+    rl::dyn_thread a, b;
+    a.start(&Inc, this);
+    b.start(&Inc, this);
+    a.join();
+    b.join();
+    // After join() the threads' writes are visible, even relaxed ones.
+    RL_ASSERT(n.load(rl::mo_relaxed) == 2);
+    payload($) = 2;
+  }
+};
+TEST_CASE("dyn_thread: a lost update between created threads is found") {
+  VERDICT(rl::test_result_user_assert_failed, DynCounter<false>);
+}
+TEST_CASE("dyn_thread: start/join synchronize; fetch_add loses nothing") {
+  rl::test_params p;
+  VERDICT(rl::test_result_success, DynCounter<true>);
+  CHECK(Full<DynCounter<true>>(&p) == rl::test_result_success);
+  CHECK(p.executions >= 2);  // both orders of the two increments
+}
+
+// A created thread writes a plain variable its creator reads without a
+// join: a data race.
+struct DynRace : rl::test_suite<DynRace, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  rl::var<int> x{0};
+  static void* Write(void* p) {
+    static_cast<DynRace*>(p)->x($) = 1;
+    return nullptr;
+  }
+  void thread(unsigned) {
+    rl::dyn_thread t;
+    t.start(&Write, this);
+    int v = x($);
+    (void)v;
+    t.join();
+  }
+};
+TEST_CASE("dyn_thread: an access racing with a created thread is a DATA RACE") {
+  VERDICT(rl::test_result_data_race, DynRace);
+}
+
+// Creating more threads than declared is the suite's error.
+struct DynTooMany : rl::test_suite<DynTooMany, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  static void* Nop(void*) { return nullptr; }
+  void thread(unsigned) {
+    rl::dyn_thread a, b;
+    a.start(&Nop, nullptr);
+    b.start(&Nop, nullptr);
+    a.join();
+    b.join();
+  }
+};
+TEST_CASE("dyn_thread: more than dynamic_thread_count is INCONSISTENT") {
+  VERDICT(rl::test_result_inconsistent_test_suite, DynTooMany);
+}
+
+// A join that can never end (the created thread waits for the joiner).
+struct DynJoinDeadlock : rl::test_suite<DynJoinDeadlock, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  rl::mutex m;
+  static void* Lock(void* p) {
+    auto* self = static_cast<DynJoinDeadlock*>(p);
+    self->m.lock();
+    self->m.unlock();
+    return nullptr;
+  }
+  void thread(unsigned) {
+    m.lock();
+    rl::dyn_thread t;
+    t.start(&Lock, this);
+    t.join();
+    m.unlock();
+  }
+};
+TEST_CASE("dyn_thread: joining a thread blocked on the joiner is a DEADLOCK") {
+  VERDICT(rl::test_result_deadlock, DynJoinDeadlock);
+}
+
+// ------------------------------------------------- relacy_std.hpp programs
+// Compiled in relacy_std_programs.cc against relacy_std.hpp only.
+
+#define STD_VERDICT(R, F)                                            \
+  CHECK(std::string(rl::test_result_str(relacy_std_programs::F())) == \
+        std::string(rl::test_result_str(R)))
+
+TEST_CASE("relacy_std: std::atomic publication, relaxed races, acq/rel not") {
+  STD_VERDICT(rl::test_result_data_race, RelaxedPublication);
+  STD_VERDICT(rl::test_result_success, ReleasePublication);
+}
+TEST_CASE("relacy_std: std::mutex with std::lock_guard") {
+  STD_VERDICT(rl::test_result_success, StdMutexCounter);
+}
+TEST_CASE("relacy_std: pthread_create/join and pthread_mutex_t") {
+  STD_VERDICT(rl::test_result_success, PthreadMutexCounter);
+  STD_VERDICT(rl::test_result_data_race, PthreadUnlockedCounter);
+}
+TEST_CASE("relacy_std: sem_t hand-off synchronizes; a missing post deadlocks") {
+  STD_VERDICT(rl::test_result_success, SemHandOff);
+  STD_VERDICT(rl::test_result_deadlock, SemMissingPost);
+}
+TEST_CASE("relacy_std: pthread_cond_t in a predicate loop") {
+  STD_VERDICT(rl::test_result_success, PthreadCondPredicate);
+}
+TEST_CASE("relacy_std: malloc/free are the heap model's") {
+  STD_VERDICT(rl::test_result_memory_leak, MallocLeak);
+  STD_VERDICT(rl::test_result_success, MallocFreed);
+}
+
+// ------------------------------------------------------ more than 15 threads
+// The default build runs up to 15 threads (RL_MAX_THREADS=16); wider suites
+// link //verification:relacy_wide and are tested in many_threads_test.
+struct SixteenThreads : rl::test_suite<SixteenThreads, 16> {
+  void thread(unsigned) {}
+};
+TEST_CASE("threads: 16 threads need relacy_wide: INCONSISTENT TEST SUITE") {
+  VERDICT(rl::test_result_inconsistent_test_suite, SixteenThreads);
+}

@@ -166,10 +166,19 @@ void Yield(unsigned count, const debug_info& info);
 // Blocks the calling thread until another thread writes (a mutex or
 // condition-variable wait). If nothing can ever write again, the run is a
 // deadlock. Reads since the last wait that were not the newest prune the
-// execution (another one reads the newer value).
-void WaitBlocked(const debug_info& info);
+// execution (another one reads the newer value). Returns false if it could
+// not wait (no execution, an abandoned one being unwound, or outside a
+// thread: then the run already failed): the caller stops waiting and goes
+// on with dummy state instead of looping.
+bool WaitBlocked(const debug_info& info);
 unsigned Rand(unsigned limit, const debug_info& info);
 unsigned ThreadIndex();
+// Dynamic threads (rl::dyn_thread, pthread_create): a checker thread running
+// fn(arg), created with the calling thread's knowledge (creation
+// synchronizes-with its start). Returns its handle (thread index), -1 if
+// none. JoinThread waits until it finished and then knows all it did.
+int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info);
+void* JoinThread(int handle, const debug_info& info);  // fn's result
 void Fail(test_result_e result, const char* desc, const debug_info& info);
 void Until(const char* desc, const debug_info& info);
 int NewVar(bool initialized, const debug_info& info,
@@ -194,8 +203,11 @@ bool Tracking();
 void VarAccess(int var, bool write, const debug_info& info);
 
 // Explores the suite; returns the result found (success if none).
+// threads: the suite's static threads; dynamic_threads more slots for
+// threads created during an execution (CreateThread).
 test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
-                  test_result_e expected, const std::string& name);
+                  test_result_e expected, const std::string& name,
+                  unsigned dynamic_threads = 0);
 
 }  // namespace detail
 }  // namespace rl

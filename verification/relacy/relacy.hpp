@@ -463,7 +463,7 @@ class mutex {
       if (state_.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
                                          info))
         break;
-      detail::WaitBlocked(info);
+      if (!detail::WaitBlocked(info)) break;  // unwinding: do not spin
     }
     owner_ = static_cast<int>(thread_index());
     info_ = info;
@@ -568,7 +568,7 @@ class condition_variable {
             break;
           continue;
         }
-        detail::WaitBlocked(info);
+        if (!detail::WaitBlocked(info)) break;
       }
     }
     // else: a spurious wake-up (the registration stays; a later signal
@@ -648,6 +648,31 @@ class thread_local_var {
   uint64_t gen_ = 0;
 };
 
+// A thread created during an execution (Relacy's rl::dyn_thread): a checker
+// thread like the suite's own, explored the same way. The suite declares
+// how many it may create: `static constexpr unsigned dynamic_thread_count
+// = N;` (creating more is INCONSISTENT TEST SUITE). start() synchronizes
+// with the new thread's start, and the thread's end with join()'s return.
+class dyn_thread {
+ public:
+  dyn_thread() = default;
+  dyn_thread(const dyn_thread&) = delete;
+  dyn_thread& operator=(const dyn_thread&) = delete;
+  void start(void* (*fn)(void*), void* arg,
+             debug_info info = RL_CURRENT_INFO) {
+    handle_ = detail::CreateThread(fn, arg, info);
+  }
+  void join(debug_info info = RL_CURRENT_INFO) {
+    detail::JoinThread(handle_, info);
+    handle_ = -1;
+  }
+  // The checker's thread index of the started thread (-1: none).
+  int handle() const { return handle_; }
+
+ private:
+  int handle_ = -1;
+};
+
 // The heap model's malloc/free (relacy_std.hpp maps malloc/free to them).
 inline void* rl_malloc(size_t size, debug_info = RL_CURRENT_INFO) {
   return detail::HeapAlloc(size, 0, 0);
@@ -692,7 +717,8 @@ bool simulate(test_params& params) {
   detail::SuiteAdapter<T> suite;
   test_result_e r =
       detail::Run(suite, params, T::static_thread_count, T::expected_result,
-                  detail::Demangle(typeid(T).name()));
+                  detail::Demangle(typeid(T).name()),
+                  static_cast<unsigned>(T::dynamic_thread_count));
   return r == T::expected_result;
 }
 

@@ -1,0 +1,25 @@
+// Relacy-style programs written only with relacy_std.hpp's spellings
+// (std::atomic, std::mutex, pthread_*, sem_*, malloc), compiled in their own
+// translation unit (relacy_std_programs.cc) as a Relacy user would, and run
+// by conformance_test. Each returns the verdict of an exhaustive search.
+#ifndef PERCPU_VERIFICATION_RELACY_STD_PROGRAMS_H_
+#define PERCPU_VERIFICATION_RELACY_STD_PROGRAMS_H_
+
+#include "relacy/relacy.hpp"
+
+namespace relacy_std_programs {
+
+rl::test_result_e RelaxedPublication();    // DATA RACE
+rl::test_result_e ReleasePublication();    // SUCCESS
+rl::test_result_e StdMutexCounter();       // SUCCESS
+rl::test_result_e PthreadMutexCounter();   // SUCCESS
+rl::test_result_e PthreadUnlockedCounter();  // DATA RACE
+rl::test_result_e SemHandOff();            // SUCCESS
+rl::test_result_e SemMissingPost();        // DEADLOCK
+rl::test_result_e PthreadCondPredicate();  // SUCCESS
+rl::test_result_e MallocLeak();            // MEMORY LEAK
+rl::test_result_e MallocFreed();           // SUCCESS
+
+}  // namespace relacy_std_programs
+
+#endif  // PERCPU_VERIFICATION_RELACY_STD_PROGRAMS_H_
