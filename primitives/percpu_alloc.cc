@@ -134,7 +134,7 @@ PerCpuAllocator::~PerCpuAllocator() {
     // hotplug callback of the same topology) is a documented misuse.
     (void)topology_->UnregisterHotplugCallbacks(callback_id_);
   }
-  std::lock_guard<internal::Mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   // (void): a destructor cannot report; a failed munmap leaks address
   // space only.
   for (Chunk& c : chunks_) (void)memory_->Unmap(c.base, chunk_bytes_);
@@ -299,7 +299,7 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
   const size_t rounded = RoundUp(size, kMinAllocGranule);
   const size_t class_size = RoundUp(rounded, eff_align);
 
-  std::lock_guard<internal::Mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   uint32_t chunk = 0;
   uint32_t offset = 0;
   uint32_t placed = 0;
@@ -362,7 +362,7 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
 
 Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   if (addr == 0) return Status::Ok();
-  std::lock_guard<internal::Mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   // O(1): the chunk from a hash of the address's unit-sized window, then
   // the slab from the chunk's slab table (or the large object's entry).
   const int c = FindChunkOfCpu0Locked(addr);
@@ -456,7 +456,7 @@ Status PerCpuAllocator::OnHotplug(HotplugEvent event, int cpu) {
   if (event != HotplugEvent::kPresent && event != HotplugEvent::kAbsent) {
     return Status::Ok();
   }
-  std::lock_guard<internal::Mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   Status first;
   int failures = 0;
   for (Chunk& c : chunks_) {
@@ -492,7 +492,7 @@ Status PerCpuAllocator::OnHotplug(HotplugEvent event, int cpu) {
 PerCpuAllocatorStats PerCpuAllocator::stats() const {
   int present = 0;
   topology_->ForEachPresent([&](int) { ++present; });
-  std::lock_guard<internal::Mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   PerCpuAllocatorStats s = stats_;
   s.num_present = present;
   s.chunks = chunks_.size();
@@ -504,7 +504,7 @@ PerCpuAllocatorStats PerCpuAllocator::stats() const {
 StatusOr<std::vector<size_t>> PerCpuAllocator::ResidentBytesPerCpu() const {
   std::vector<size_t> out(static_cast<size_t>(num_possible_), 0);
   std::vector<unsigned char> vec(unit_size_ / page_size_);
-  std::lock_guard<internal::Mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   for (const Chunk& c : chunks_) {
     for (int cpu = 0; cpu < num_possible_; ++cpu) {
       char* unit = c.base + static_cast<size_t>(cpu) * unit_size_;

@@ -359,7 +359,7 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
   MemorySource* const memory_;
   uint64_t callback_id_ = 0;
 
-  mutable internal::Mutex mu_;
+  mutable internal::SystemMutex mu_;
   std::vector<Chunk> chunks_;                       // guarded by mu_
   // CPU-0 unit lookup: an open-addressed hash table (power-of-two size,
   // at most half full, linear probing) from a unit-sized address window

@@ -256,7 +256,7 @@ class Topology : public std::enable_shared_from_this<Topology> {
   SeqCount seq_;
   internal::Atomic<uint64_t> events_fired_{0};
 
-  internal::Mutex mu_;  // serializes events, (un)registration, Rescan
+  internal::SystemMutex mu_;  // serializes events, (un)registration, Rescan
   std::vector<Registration> regs_;  // guarded by mu_
   std::vector<Failure> failures_;   // guarded by mu_; FireLocked's scratch
   bool has_dead_ = false;           // guarded by mu_

@@ -22,27 +22,25 @@
 #ifndef PERCPU_PRIMITIVES_INTERNAL_MUTEX_H_
 #define PERCPU_PRIMITIVES_INTERNAL_MUTEX_H_
 
+#include <pthread.h>
+
 #if defined(PERCPU_MODEL_CHECK)
 #include "relacy/relacy.hpp"
-#else
-#include <pthread.h>
 #endif
 
 namespace percpu {
 namespace internal {
 
-#if defined(PERCPU_MODEL_CHECK)
-
-using Mutex = rl::mutex;
-
-#else
-
-class Mutex {
+// A real mutex in every build, also under the model checker, where it is
+// not modelled: for slow-path state (Topology's and PerCpuAllocator's
+// registration and allocation locks) that the model tests drive from
+// before()/after() or from one thread, exactly as std::mutex was there.
+class SystemMutex {
  public:
-  constexpr Mutex() noexcept = default;
-  ~Mutex() { pthread_mutex_destroy(&mu_); }
-  Mutex(const Mutex&) = delete;
-  Mutex& operator=(const Mutex&) = delete;
+  constexpr SystemMutex() noexcept = default;
+  ~SystemMutex() { pthread_mutex_destroy(&mu_); }
+  SystemMutex(const SystemMutex&) = delete;
+  SystemMutex& operator=(const SystemMutex&) = delete;
 
   // A default (non-error-checking) mutex fails only on contract
   // violations (EDEADLK is not reported for it), so the result is ignored,
@@ -57,6 +55,10 @@ class Mutex {
   pthread_mutex_t mu_ = PTHREAD_MUTEX_INITIALIZER;
 };
 
+#if defined(PERCPU_MODEL_CHECK)
+using Mutex = rl::mutex;
+#else
+using Mutex = SystemMutex;
 #endif
 
 }  // namespace internal
