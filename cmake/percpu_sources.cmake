@@ -31,7 +31,9 @@ set(PERCPU_HEADERS
   primitives/hotplug_monitor.h
   primitives/internal/abi.h
   primitives/internal/atomic.h
+  primitives/internal/mutex.h
   primitives/internal/atomic_ref.h
+  primitives/internal/callable.h
   primitives/internal/cpu_writers.h
   primitives/internal/extent_map.h
   primitives/internal/family.h

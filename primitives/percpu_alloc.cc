@@ -6,7 +6,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>  // std::lock_guard
+#include <unordered_map>
 #include <utility>
+#include <vector>
+
+#include "primitives/internal/extent_map.h"
 
 namespace percpu {
 namespace {
@@ -61,6 +66,17 @@ MemorySource* DefaultMemorySource() {
   return source;
 }
 
+struct PerCpuAllocator::Heavy {
+  explicit Heavy(uint32_t unit_size) : extents(unit_size) {}
+  internal::ExtentMap extents;  // free space
+  // Live large objects by LargeKey(chunk, offset). Nodes of erased entries
+  // are kept in spare_large and reused, so steady-state churn does not
+  // allocate.
+  using LargeMap = std::unordered_map<uint64_t, Large>;
+  LargeMap large;
+  std::vector<LargeMap::node_type> spare_large;
+};
+
 PerCpuAllocator::PerCpuAllocator(Topology* topology,
                                  const PerCpuAllocatorOptions& options,
                                  size_t page_size)
@@ -75,7 +91,7 @@ PerCpuAllocator::PerCpuAllocator(Topology* topology,
       page_size_(page_size),
       memory_(options.memory != nullptr ? options.memory
                                         : DefaultMemorySource()),
-      extents_(static_cast<uint32_t>(options.unit_size)) {
+      heavy_(new Heavy(static_cast<uint32_t>(options.unit_size))) {
   stats_.unit_size = unit_size_;
   stats_.num_possible = num_possible_;
   for (uint32_t& head : partial_) head = kNoSlab;
@@ -157,7 +173,7 @@ Status PerCpuAllocator::AddChunkLocked(const char* op) {
   const uintptr_t first = base >> unit_shift_;
   const uintptr_t last = (base + unit_size_ - 1) >> unit_shift_;
   for (uintptr_t w = first; w <= last; ++w) IndexWindowLocked(w, index + 1);
-  extents_.AddChunk(index);
+  heavy_->extents.AddChunk(index);
   return Status::Ok();
 }
 
@@ -210,12 +226,12 @@ int PerCpuAllocator::FindChunkOfCpu0Locked(uintptr_t addr) const {
 
 Status PerCpuAllocator::PlaceExtentLocked(const char* op, uint32_t size,
                                           uint32_t align, Slot* out) {
-  if (extents_.Allocate(size, align, &out->chunk, &out->offset)) {
+  if (heavy_->extents.Allocate(size, align, &out->chunk, &out->offset)) {
     return Status::Ok();
   }
   Status s = AddChunkLocked(op);
   if (!s.ok()) return s;
-  if (!extents_.Allocate(size, align, &out->chunk, &out->offset)) {
+  if (!heavy_->extents.Allocate(size, align, &out->chunk, &out->offset)) {
     // Cannot happen: size <= unit_size and align <= page size divides it.
     return InternalError(std::string("PerCpuAllocator::") + op +
                          ": a fresh chunk cannot hold " +
@@ -326,15 +342,15 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
     chunk = slot.chunk;
     offset = slot.offset;
     const Large info{placed, static_cast<uint32_t>(size)};
-    if (!spare_large_.empty()) {
+    if (!heavy_->spare_large.empty()) {
       // Reuse a node of an earlier free: no heap allocation.
-      LargeMap::node_type node = std::move(spare_large_.back());
-      spare_large_.pop_back();
+      Heavy::LargeMap::node_type node = std::move(heavy_->spare_large.back());
+      heavy_->spare_large.pop_back();
       node.key() = LargeKey(chunk, offset);
       node.mapped() = info;
-      large_.insert(std::move(node));
+      heavy_->large.insert(std::move(node));
     } else {
-      large_.emplace(LargeKey(chunk, offset), info);
+      heavy_->large.emplace(LargeKey(chunk, offset), info);
     }
   }
   stats_.bytes_requested_per_cpu += size;
@@ -352,7 +368,7 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   const int c = FindChunkOfCpu0Locked(addr);
   Slab* slab = nullptr;
   int slot = -1;
-  LargeMap::iterator large_it = large_.end();
+  Heavy::LargeMap::iterator large_it = heavy_->large.end();
   bool live = false;
   if (c >= 0) {
     const uint32_t off = static_cast<uint32_t>(
@@ -369,8 +385,8 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
         live = (slab->free_bits >> slot & 1) == 0;
       }
     } else {
-      large_it = large_.find(LargeKey(static_cast<uint32_t>(c), off));
-      live = large_it != large_.end();
+      large_it = heavy_->large.find(LargeKey(static_cast<uint32_t>(c), off));
+      live = large_it != heavy_->large.end();
     }
   }
   if (!live) {
@@ -425,8 +441,8 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
     slab->free_bits |= uint64_t{1} << slot;
   } else {
     const uint64_t key = large_it->first;
-    spare_large_.push_back(large_.extract(large_it));
-    extents_.Free(static_cast<uint32_t>(key >> 32),
+    heavy_->spare_large.push_back(heavy_->large.extract(large_it));
+    heavy_->extents.Free(static_cast<uint32_t>(key >> 32),
                   static_cast<uint32_t>(key), placed);
   }
   stats_.bytes_requested_per_cpu -= requested;

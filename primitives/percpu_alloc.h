@@ -56,15 +56,12 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "primitives/internal/atomic.h"
-#include "primitives/internal/extent_map.h"
+#include "primitives/internal/mutex.h"
 #include "primitives/status.h"
 #include "primitives/topology.h"
 
@@ -362,7 +359,7 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
   MemorySource* const memory_;
   uint64_t callback_id_ = 0;
 
-  // internal::Mutex is std::mutex in normal builds and the checker's
+  // internal::Mutex is a pthread mutex in normal builds and the checker's
   // rl::mutex under PERCPU_MODEL_CHECK (percpu_alloc_model_test).
   mutable internal::Mutex mu_;
   std::vector<Chunk> chunks_;                       // guarded by mu_
@@ -384,15 +381,14 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
   std::vector<WindowEntry> cpu0_index_;             // guarded by mu_
   int window_shift_ = 64;                           // 64 - log2(size)
   size_t windows_used_ = 0;                         // guarded by mu_
-  internal::ExtentMap extents_;                     // free space, mu_
   std::vector<Slab> slabs_;                         // guarded by mu_
   uint32_t partial_[kNumClasses];                   // slab with a free slot
-  // Live large objects by LargeKey(chunk, offset). Nodes of erased entries
-  // are kept in spare_large_ and reused, so steady-state churn does not
-  // allocate.
-  using LargeMap = std::unordered_map<uint64_t, Large>;
-  LargeMap large_;                                  // guarded by mu_
-  std::vector<LargeMap::node_type> spare_large_;    // guarded by mu_
+  // The free-space extent map and the live large objects (their
+  // containers pull <map>, <set> and <unordered_map>), defined in
+  // percpu_alloc.cc so that this header stays light for the writer-side
+  // headers that include it. Never null; guarded by mu_.
+  struct Heavy;
+  const std::unique_ptr<Heavy> heavy_;
   PerCpuAllocatorStats stats_;                      // guarded by mu_
 };
 

@@ -339,7 +339,7 @@ Status Topology::SetPresent(int cpu) {
     return FailedPreconditionError(CpuOp("SetPresent", cpu) +
                                    ": called from inside a hotplug callback");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   Status s = CheckCpuLocked("SetPresent", cpu);
   if (!s.ok()) return s;
   if (IsPresent(cpu)) return Status::Ok();
@@ -351,7 +351,7 @@ Status Topology::SetAbsent(int cpu) {
     return FailedPreconditionError(CpuOp("SetAbsent", cpu) +
                                    ": called from inside a hotplug callback");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   Status s = CheckCpuLocked("SetAbsent", cpu);
   if (!s.ok()) return s;
   if (!IsPresent(cpu)) return Status::Ok();
@@ -368,7 +368,7 @@ Status Topology::Online(int cpu) {
     return FailedPreconditionError(CpuOp("Online", cpu) +
                                    ": called from inside a hotplug callback");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   Status s = CheckCpuLocked("Online", cpu);
   if (!s.ok()) return s;
   if (IsOnline(cpu)) return Status::Ok();
@@ -384,7 +384,7 @@ Status Topology::Offline(int cpu) {
     return FailedPreconditionError(CpuOp("Offline", cpu) +
                                    ": called from inside a hotplug callback");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   Status s = CheckCpuLocked("Offline", cpu);
   if (!s.ok()) return s;
   if (!IsOnline(cpu)) return Status::Ok();
@@ -407,7 +407,7 @@ Status Topology::Rescan() {
     return FailedPreconditionError(
         "Topology::Rescan: a simulated topology has no sysfs directory");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   SysfsMasks m;
   Status s = ReadSysfs("Topology::Rescan", dir_, &m);
   if (!s.ok()) return s;
@@ -458,7 +458,7 @@ StatusOr<uint64_t> Topology::RegisterHotplugCallbacks(HotplugCallback prepare,
         "Topology::RegisterHotplugCallbacks: called from inside a hotplug "
         "callback");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   const uint64_t id = next_id_++;
   regs_.push_back(Registration{id, std::move(prepare), std::move(fold)});
   return id;
@@ -481,7 +481,7 @@ Status Topology::UnregisterHotplugCallbacks(uint64_t id) {
     return NotFoundError("Topology::UnregisterHotplugCallbacks: no callbacks "
                          "registered with id " + std::to_string(id));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<internal::SystemMutex> lock(mu_);
   for (auto it = regs_.begin(); it != regs_.end(); ++it) {
     if (it->id == id && !it->dead) {
       regs_.erase(it);

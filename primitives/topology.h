@@ -84,14 +84,14 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "primitives/cpumask.h"
 #include "primitives/internal/atomic.h"
+#include "primitives/internal/callable.h"
+#include "primitives/internal/mutex.h"
 #include "primitives/seqcount.h"
 #include "primitives/status.h"
 
@@ -109,7 +109,10 @@ const char* HotplugEventName(HotplugEvent event);
 
 class Topology : public std::enable_shared_from_this<Topology> {
  public:
-  using HotplugCallback = std::function<Status(HotplugEvent, int cpu)>;
+  // A copyable owning callable (internal/callable.h), constructible from
+  // nullptr and from any callable invocable as Status(HotplugEvent, int),
+  // as std::function was; <functional> is kept out of this header.
+  using HotplugCallback = internal::Callable<Status(HotplugEvent, int cpu)>;
 
   // Reads <dir>/possible, <dir>/present and <dir>/online. Errors: NotFound
   // for a missing/unreadable file, InvalidArgument for malformed text
@@ -193,7 +196,7 @@ class Topology : public std::enable_shared_from_this<Topology> {
     HotplugCallback fold;
     // Set by UnregisterHotplugCallbacks() called from inside a callback of
     // this topology: never run again; erased when the event ends (erasing
-    // it at once could destroy the std::function that is running).
+    // it at once could destroy the callable that is running).
     bool dead = false;
   };
   // A callback failure recorded inside a write section: no formatting, no
@@ -253,7 +256,7 @@ class Topology : public std::enable_shared_from_this<Topology> {
   SeqCount seq_;
   internal::Atomic<uint64_t> events_fired_{0};
 
-  std::mutex mu_;  // serializes events, (un)registration, Rescan
+  internal::SystemMutex mu_;  // serializes events, (un)registration, Rescan
   std::vector<Registration> regs_;  // guarded by mu_
   std::vector<Failure> failures_;   // guarded by mu_; FireLocked's scratch
   bool has_dead_ = false;           // guarded by mu_

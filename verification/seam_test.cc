@@ -4,9 +4,11 @@
 #define PERCPU_MODEL_CHECK 1
 #endif
 #include <cstdint>
+#include <mutex>  // std::lock_guard
 
 #include "doctest/doctest.h"
 #include "primitives/internal/atomic.h"
+#include "primitives/internal/mutex.h"
 
 namespace {
 

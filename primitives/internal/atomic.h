@@ -14,11 +14,13 @@
 #define PERCPU_PRIMITIVES_INTERNAL_ATOMIC_H_
 
 #include <atomic>
-#include <mutex>
 
 #if defined(PERCPU_MODEL_CHECK)
 #include "relacy/relacy.hpp"
 #endif
+
+// internal::Mutex lives in primitives/internal/mutex.h (kept out of this
+// header so the writer-side headers stay light).
 
 namespace percpu {
 namespace internal {
@@ -36,17 +38,10 @@ inline void ThreadFence(std::memory_order order) {
 // not explored forever (livelock detection, fairness).
 inline void SpinPause() { rl::yield(1); }
 
-// A mutex the checker models: lock() synchronizes-with the previous
-// unlock(); deadlocks and misuse are reported. Use with std::lock_guard /
-// std::unique_lock as usual.
-using Mutex = rl::mutex;
-
 #else
 
 template <typename T>
 using Atomic = std::atomic<T>;
-
-using Mutex = std::mutex;
 
 inline void ThreadFence(std::memory_order order) {
   std::atomic_thread_fence(order);
