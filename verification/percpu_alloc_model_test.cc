@@ -42,8 +42,8 @@ bool AllBytes(const void* p, size_t n, unsigned char v) {
 template <bool kChunkSized>
 struct ConcurrentAllocate
     : rl::test_suite<ConcurrentAllocate<kChunkSized>, 3> {
-  std::unique_ptr<Topology> topo;
-  std::unique_ptr<PerCpuAllocator> alloc;
+  std::shared_ptr<Topology> topo;
+  std::shared_ptr<PerCpuAllocator> alloc;
   size_t size = 8;
   PerCpuPtr<void> pre;
   PerCpuPtr<void> got[2];
