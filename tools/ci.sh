@@ -19,7 +19,7 @@ CONFIGS=(
   # fiber annotations): its tests run in the other host configs instead.
   "tsan|--config=tsan --test_tag_filters=-model|//..."
   "tsan-clang|--config=tsan-clang --test_tag_filters=-model|//..."
-  "seqcount|--config=seqcount|//..."
+  "seqcount|--config=seqcount --test_tag_filters=-no_forced_seqcount|//..."
   "tsan-seqcount|--config=tsan-seqcount --test_tag_filters=-model|//..."
   "norseq|--config=norseq|//..."
   "aarch64|--config=aarch64 --test_tag_filters=-model,-benchmark|//..."
