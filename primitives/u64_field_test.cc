@@ -140,7 +140,7 @@ TEST_CASE("concurrent readers never see a torn or backwards field") {
   auto reader = [&] {
     started.fetch_add(1);
     uint64_t last = 0;
-    while (!done.load(std::memory_order_acquire)) {
+    while (!done.load(std::memory_order_acquire)) {  // Pairs with: the main thread's release store of done.
       const uint64_t v = FetchConsistent(
           port.sync, [&] { return U64FieldRead(port.stats.rx_bytes); });
       if ((v >> 32) != (v & 0xFFFFFFFFu)) torn.fetch_add(1);
@@ -158,7 +158,7 @@ TEST_CASE("concurrent readers never see a torn or backwards field") {
     U64StatsUpdate<U64StatsSync> update(port.sync);
     U64FieldSet(port.stats.rx_bytes, i * kSplit);
   }
-  done.store(true, std::memory_order_release);
+  done.store(true, std::memory_order_release);  // Pairs with: the reader's acquire load of done.
   r1.join();
   r2.join();
   CHECK(torn.load() == 0);
@@ -177,7 +177,7 @@ TEST_CASE("a group read sees packets and bytes of the same moment") {
   std::atomic<bool> started{false};
   std::thread reader([&] {
     started.store(true);
-    while (!done.load(std::memory_order_acquire)) {
+    while (!done.load(std::memory_order_acquire)) {  // Pairs with: the main thread's release store of done.
       const auto [packets, bytes] = FetchConsistent(port.group_sync, [&] {
         return std::make_pair(U64FieldRead(port.stats.rx_packets),
                               U64FieldRead(port.stats.rx_bytes));
@@ -194,7 +194,7 @@ TEST_CASE("a group read sees packets and bytes of the same moment") {
     U64FieldInc(port.stats.rx_packets);
     U64FieldAdd(port.stats.rx_bytes, kLen);
   }
-  done.store(true, std::memory_order_release);
+  done.store(true, std::memory_order_release);  // Pairs with: the reader's acquire load of done.
   reader.join();
   CHECK(inconsistent.load() == 0);
   CHECK(reads.load() >= 1000);
