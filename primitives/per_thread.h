@@ -1,11 +1,11 @@
-// PerThreadCounter: a 64-bit statistics counter with one slot per thread --
+// ThreadCounter: a 64-bit statistics counter with one slot per thread --
 // the single-writer counter without rseq. The per-thread domain is to
 // threads what the per-CPU domain is to CPUs: a thread's slot has exactly
 // one writer (the thread), so its hot path is a relaxed load and a relaxed
 // store, no lock prefix; and thread exit is this domain's CPU hotplug: the
 // exiting thread's count is folded into the counter's accumulator.
 //
-//   PerThreadCounter c;
+//   ThreadCounter c;
 //   c.Add(1);             // any thread; first use per thread registers a slot
 //   uint64_t n = c.Sum(); // any thread: accumulator + all slots
 //
@@ -180,19 +180,19 @@ inline PerThreadTls& TlsPerThreadFast() {
 
 }  // namespace internal
 
-class PerThreadCounter {
+class ThreadCounter {
  public:
-  PerThreadCounter();
-  ~PerThreadCounter();
-  PerThreadCounter(const PerThreadCounter&) = delete;
-  PerThreadCounter& operator=(const PerThreadCounter&) = delete;
+  ThreadCounter();
+  ~ThreadCounter();
+  ThreadCounter(const ThreadCounter&) = delete;
+  ThreadCounter& operator=(const ThreadCounter&) = delete;
 
   // Adds delta (mod 2^64) to the calling thread's slot.
   void Add(uint64_t delta) {
 #if PERCPU_CONTRACT_CHECKS
     if (magic_ != kAliveMagic) {
       internal::ReportContractViolation(
-          "PerThreadCounter::Add: counter used after destruction");
+          "ThreadCounter::Add: counter used after destruction");
       return;
     }
 #endif
@@ -219,7 +219,7 @@ class PerThreadCounter {
   uint64_t ExitedTotal() const;
 
  private:
-  friend struct PerThreadCounterAccess;
+  friend struct ThreadCounterAccess;
   struct Chunk;
   static constexpr uint32_t kAliveMagic = 0x7e4d0a11u;
   static constexpr uint32_t kDeadMagic = 0xdead7e4du;
@@ -240,9 +240,6 @@ class PerThreadCounter {
   size_t slots_in_use_ = 0;
   uint32_t chunk_used_ = 0;  // slots handed out from the newest chunk
 };
-
-// The job name (README "Which type for which job"): a per-thread counter.
-using ThreadCounter = PerThreadCounter;
 
 }  // namespace percpu
 
