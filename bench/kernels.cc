@@ -216,8 +216,11 @@ StatusOr<std::unique_ptr<UpdateTargets>> UpdateTargets::Create() {
   }
   t->num_nodes_ = nodes > 0 ? nodes : 1;
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   StatusOr<std::unique_ptr<CpuSlotCounter>> slot =
       CpuSlotCounter::Create(t->num_cpus_);
+#pragma GCC diagnostic pop
   if (!slot.ok()) return slot.status();
   t->cpu_slot_ = std::move(*slot);
   t->per_thread_.reset(new ThreadCounter());
@@ -283,7 +286,7 @@ __attribute__((noinline)) void UpdateTargets::RunPlainThreadLocal(
 }
 
 __attribute__((noinline)) void UpdateTargets::RunPerCpuRseq(uint64_t iters) {
-  CpuSlotCounter& c = *cpu_slot_;
+  auto& c = *cpu_slot_;  // the deprecated CpuSlotCounter (see kernels.h)
   for (uint64_t i = 0; i < iters; ++i) {
     c.Add(1);
     CompilerBarrier();

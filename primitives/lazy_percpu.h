@@ -1,6 +1,7 @@
 // FlowStats: per-flow packet statistics whose per-CPU slots are
 // allocated lazily, on a CPU's first write (the Open vSwitch datapath's
-// sw_flow stats scheme, our own code).
+// sw_flow stats scheme, our own code). Formerly LazyFlowStats, now a
+// deprecated alias (removed in 0.3).
 //
 // A flow table may hold millions of flows, most of them touched by one or two
 // CPUs. Allocating a full per-CPU object per flow would cost num_possible
@@ -392,6 +393,14 @@ class BasicFlowStats {
 
 // The production type: the correct publication orders.
 using FlowStats = BasicFlowStats<>;
+
+// The old names (0.1). Removed in 0.3.
+using LazyFlowStats [[deprecated("use FlowStats; removed in 0.3")]] = FlowStats;
+template <typename Recipe = internal::FlowStatsRecipe>
+using BasicLazyFlowStats [[deprecated("use BasicFlowStats; removed in 0.3")]] =
+    BasicFlowStats<Recipe>;
+using LazyFlowStatsSlot [[deprecated("use FlowStatsSlot; removed in 0.3")]] =
+    FlowStatsSlot;
 
 }  // namespace percpu
 

@@ -4,6 +4,7 @@
 // one writer (the thread), so its hot path is a relaxed load and a relaxed
 // store, no lock prefix; and thread exit is this domain's CPU hotplug: the
 // exiting thread's count is folded into the counter's accumulator.
+// Formerly PerThreadCounter, now a deprecated alias (removed in 0.3).
 //
 //   ThreadCounter c;
 //   c.Add(1);             // any thread; first use per thread registers a slot
@@ -39,7 +40,8 @@
 //     counter (it allocates and takes a mutex), and NOT safe if the handler
 //     can interrupt an Add() of the same counter on the same thread (the
 //     interrupted load/store would overwrite the handler's add). Use
-//     CpuSlotCounter (cpu_slot.h), which is async-signal-safe, instead.
+//     Counter (counter.h), or PerCpuU64 (percpu_stats.h) for an explicit
+//     topology, which are async-signal-safe, instead.
 //   * Sum() must not run in a signal handler that interrupts this thread's
 //     exit fold (it would spin); in practice: not from handlers at all
 //     during thread exit.
@@ -240,6 +242,10 @@ class ThreadCounter {
   size_t slots_in_use_ = 0;
   uint32_t chunk_used_ = 0;  // slots handed out from the newest chunk
 };
+
+// The old name (0.1). Removed in 0.3.
+using PerThreadCounter [[deprecated("use ThreadCounter; removed in 0.3")]] =
+    ThreadCounter;
 
 }  // namespace percpu
 

@@ -1,6 +1,7 @@
 // ApproxCounter: a 64-bit signed counter that is cheap to update from many
 // CPUs and cheap to read approximately (the semantics of the kernel's
-// lib/percpu_counter.c; our own, lock-free implementation).
+// lib/percpu_counter.c; our own, lock-free implementation). Formerly
+// PerCpuCounter, now a deprecated alias (removed in 0.3).
 //
 // State: one shared 64-bit count plus one 32-bit delta per CPU. Add(cpu, a)
 // adds `a` to cpu's delta; when the delta's magnitude would reach `batch`,
@@ -82,7 +83,7 @@
 
 namespace percpu {
 
-// One CPU's part of a ApproxCounter. Zero-filled memory is a valid slot.
+// One CPU's part of an ApproxCounter. Zero-filled memory is a valid slot.
 struct ApproxCounterSlot {
   internal::Atomic<int32_t> delta{0};
   SeqCount flush_seq;
@@ -270,6 +271,12 @@ class ApproxCounter {
   internal::CpuWriterTable writers_;  // who writes each CPU's delta
   uint64_t callback_id_ = 0;
 };
+
+// The old names (0.1). Removed in 0.3.
+using PerCpuCounter [[deprecated("use ApproxCounter; removed in 0.3")]] =
+    ApproxCounter;
+using PerCpuCounterSlot
+    [[deprecated("use ApproxCounterSlot; removed in 0.3")]] = ApproxCounterSlot;
 
 }  // namespace percpu
 

@@ -2,7 +2,11 @@
 // block, the kernel's DEFINE_SNMP_STAT + snmp_fold_field, our own code),
 // made safe across CPU hotplug: when a CPU goes offline its counts are
 // folded into a per-object offline accumulator, so readers visit only the
-// online CPUs and no count is ever lost or counted twice.
+// online CPUs and no count is ever lost or counted twice. The job: per-lcore
+// statistics for threads pinned to a CPU (README "Which type for which
+// job"). Formerly PerCpuMib<N>, now a deprecated alias (removed in 0.3).
+// Not to be confused with PerCpuU64Mib<N> (percpu_stats.h), the building
+// block under CounterSet<N>, whose writers need no CPU id and no pinning.
 //
 // Layout: one U64StatMib<N> (N U64Stat + one U64StatsSync) per CPU,
 // allocated with the per-CPU allocator, plus N U64Stat accumulators.
@@ -381,6 +385,11 @@ class LcoreStats {
   internal::CpuWriterTable writers_;      // who writes each CPU's block
   uint64_t callback_id_ = 0;
 };
+
+// The old name (0.1). Removed in 0.3.
+template <size_t N>
+using PerCpuMib [[deprecated("use LcoreStats; removed in 0.3")]] =
+    LcoreStats<N>;
 
 }  // namespace percpu
 
