@@ -62,6 +62,11 @@ uint64_t CpuSlots::Sum() const {
   return total;
 }
 
+// The deprecated CpuSlotCounter's own definitions name it: no warning for
+// them (users of the type still get one).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 CpuSlotCounter::CpuSlotCounter(int num_cpus)
     : n_(static_cast<uint32_t>(num_cpus)),
       slots_(new Slot[static_cast<size_t>(num_cpus)]) {}
@@ -128,5 +133,7 @@ CpuSlots CpuSlotCounter::slots() const {
   if (r.ok()) s = *r;
   return s;
 }
+
+#pragma GCC diagnostic pop
 
 }  // namespace percpu

@@ -6,8 +6,12 @@
 //                    base + c * stride bytes (CPU-major, e.g. a PerCpuPtr's
 //                    units or a cache-line-strided array). TryAddThisCpu()
 //                    is the raw hot path, AddThisCpu() the checked one.
-//   CpuSlotCounter   an owning per-CPU u64 counter: one 64-byte slot per
-//                    possible CPU plus an overflow slot, Add() never fails.
+//   CpuSlotCounter   DEPRECATED (removed in 0.3): an owning per-CPU u64
+//                    counter, one 64-byte slot per possible CPU plus an
+//                    overflow slot, Add() never fails. "A u64 on this CPU"
+//                    is Counter (counter.h), or PerCpuU64 (percpu_stats.h)
+//                    for an explicit Topology/PerCpuAllocator: both are
+//                    hotplug-aware and async-signal-safe too.
 //
 // How a slot is written depends on the process-wide WriterMode (rseq.h):
 //   * kRseq: a restartable sequence reads the CPU id from the rseq area and
@@ -132,8 +136,11 @@ class CpuSlots {
   uint32_t n_ = 0;
 };
 
-// An owning per-CPU 64-bit counter, one cache line per CPU.
-class CpuSlotCounter {
+// An owning per-CPU 64-bit counter, one cache line per CPU. Deprecated:
+// use Counter, or PerCpuU64 for an explicit topology (see the top).
+class [[deprecated(
+    "use Counter, or PerCpuU64 for an explicit topology; removed in "
+    "0.3")]] CpuSlotCounter {
  public:
   // num_cpus: the number of possible CPUs (Topology::num_possible()), in
   // [1, 65536].

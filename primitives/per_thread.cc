@@ -8,7 +8,7 @@
 
 namespace percpu {
 
-struct PerThreadCounter::Chunk {
+struct ThreadCounter::Chunk {
   static constexpr uint32_t kSlots = 8;
   internal::PerThreadSlot slots[kSlots];
   Chunk* next = nullptr;  // immutable once the chunk is published
@@ -18,7 +18,7 @@ namespace {
 
 struct Record {
   uint64_t serial = 0;  // 0: id free
-  PerThreadCounter* counter = nullptr;
+  ThreadCounter* counter = nullptr;
 };
 
 void ThreadExit(void* p);
@@ -81,9 +81,9 @@ Registry& GetRegistry() {
 }  // namespace
 
 // Gives the registry functions access to the counter's private state.
-struct PerThreadCounterAccess {
+struct ThreadCounterAccess {
   // Precondition: registry mutex held.
-  static internal::PerThreadSlot* AcquireSlot(PerThreadCounter* c) {
+  static internal::PerThreadSlot* AcquireSlot(ThreadCounter* c) {
     internal::PerThreadSlot* s;
     if (!c->free_slots_.empty()) {
       s = c->free_slots_.back();
@@ -91,10 +91,10 @@ struct PerThreadCounterAccess {
     } else {
       // Relaxed: chunks_ is only stored under the registry mutex, which we
       // hold.
-      PerThreadCounter::Chunk* head =
+      ThreadCounter::Chunk* head =
           c->chunks_.load(std::memory_order_relaxed);
-      if (head == nullptr || c->chunk_used_ == PerThreadCounter::Chunk::kSlots) {
-        auto* chunk = new PerThreadCounter::Chunk;
+      if (head == nullptr || c->chunk_used_ == ThreadCounter::Chunk::kSlots) {
+        auto* chunk = new ThreadCounter::Chunk;
         chunk->next = head;
         // Release: publishes the zeroed slots and chunk->next to Sum().
         c->chunks_.store(chunk, std::memory_order_release);  // Pairs with: acquire load of chunks_ in Sum().
@@ -112,7 +112,7 @@ struct PerThreadCounterAccess {
   }
 
   // Precondition: registry mutex held; the calling thread owns `slot`.
-  static void FoldAndRelease(PerThreadCounter* c,
+  static void FoldAndRelease(ThreadCounter* c,
                              internal::PerThreadSlot* slot) {
     internal::PerThreadExitFold(c->seq_, c->acc_, slot->value);
     c->free_slots_.push_back(slot);
@@ -132,7 +132,7 @@ void RetireStateLocked(Registry& r, internal::PerThreadState* st) {
     // A counter destroyed since (or an id reused by a newer counter) has
     // a different serial: its memory is gone, do not touch e.slot.
     if (id < r.records.size() && r.records[id].serial == e.serial) {
-      PerThreadCounterAccess::FoldAndRelease(r.records[id].counter, e.slot);
+      ThreadCounterAccess::FoldAndRelease(r.records[id].counter, e.slot);
     }
   }
   auto it = std::find(r.states.begin(), r.states.end(), st);
@@ -176,7 +176,7 @@ void ThreadExit(void* p) {
 
 }  // namespace
 
-PerThreadCounter::PerThreadCounter() {
+ThreadCounter::ThreadCounter() {
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (!r.free_ids.empty()) {
@@ -190,7 +190,7 @@ PerThreadCounter::PerThreadCounter() {
   r.records[id_] = Record{serial_, this};
 }
 
-PerThreadCounter::~PerThreadCounter() {
+ThreadCounter::~ThreadCounter() {
   Registry& r = GetRegistry();
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -209,7 +209,7 @@ PerThreadCounter::~PerThreadCounter() {
   }
 }
 
-void PerThreadCounter::AddSlow(uint64_t delta) {
+void ThreadCounter::AddSlow(uint64_t delta) {
   Registry& r = GetRegistry();
   internal::PerThreadState* st = internal::TlsPerThreadState();
   internal::PerThreadSlot* slot;
@@ -234,7 +234,7 @@ void PerThreadCounter::AddSlow(uint64_t delta) {
     if (e.serial != serial_) {
       // The entry is empty or belongs to a destroyed counter that had the
       // same id: take a slot of this counter.
-      e.slot = PerThreadCounterAccess::AcquireSlot(this);
+      e.slot = ThreadCounterAccess::AcquireSlot(this);
       e.serial = serial_;
     }
     slot = e.slot;
@@ -242,7 +242,7 @@ void PerThreadCounter::AddSlow(uint64_t delta) {
   internal::PerThreadOwnerAdd(slot->value, delta);
 }
 
-uint64_t PerThreadCounter::Sum() const {
+uint64_t ThreadCounter::Sum() const {
   return internal::PerThreadSum(seq_, acc_, [this](auto&& f) {
     for (const Chunk* c = chunks_.load(std::memory_order_acquire);  // Pairs with: release store of chunks_ in AcquireSlot().
          c != nullptr; c = c->next) {
@@ -251,17 +251,17 @@ uint64_t PerThreadCounter::Sum() const {
   });
 }
 
-size_t PerThreadCounter::SlotsCreated() const {
+size_t ThreadCounter::SlotsCreated() const {
   std::lock_guard<std::mutex> lock(GetRegistry().mu);
   return slots_created_;
 }
 
-size_t PerThreadCounter::SlotsInUse() const {
+size_t ThreadCounter::SlotsInUse() const {
   std::lock_guard<std::mutex> lock(GetRegistry().mu);
   return slots_in_use_;
 }
 
-uint64_t PerThreadCounter::ExitedTotal() const {
+uint64_t ThreadCounter::ExitedTotal() const {
   // Relaxed: a single diagnostic value.
   return acc_.load(std::memory_order_relaxed);
 }

@@ -1,11 +1,12 @@
-// PerThreadCounter: a 64-bit statistics counter with one slot per thread --
+// ThreadCounter: a 64-bit statistics counter with one slot per thread --
 // the single-writer counter without rseq. The per-thread domain is to
 // threads what the per-CPU domain is to CPUs: a thread's slot has exactly
 // one writer (the thread), so its hot path is a relaxed load and a relaxed
 // store, no lock prefix; and thread exit is this domain's CPU hotplug: the
 // exiting thread's count is folded into the counter's accumulator.
+// Formerly PerThreadCounter, now a deprecated alias (removed in 0.3).
 //
-//   PerThreadCounter c;
+//   ThreadCounter c;
 //   c.Add(1);             // any thread; first use per thread registers a slot
 //   uint64_t n = c.Sum(); // any thread: accumulator + all slots
 //
@@ -39,7 +40,8 @@
 //     counter (it allocates and takes a mutex), and NOT safe if the handler
 //     can interrupt an Add() of the same counter on the same thread (the
 //     interrupted load/store would overwrite the handler's add). Use
-//     CpuSlotCounter (cpu_slot.h), which is async-signal-safe, instead.
+//     Counter (counter.h), or PerCpuU64 (percpu_stats.h) for an explicit
+//     topology, which are async-signal-safe, instead.
 //   * Sum() must not run in a signal handler that interrupts this thread's
 //     exit fold (it would spin); in practice: not from handlers at all
 //     during thread exit.
@@ -180,19 +182,19 @@ inline PerThreadTls& TlsPerThreadFast() {
 
 }  // namespace internal
 
-class PerThreadCounter {
+class ThreadCounter {
  public:
-  PerThreadCounter();
-  ~PerThreadCounter();
-  PerThreadCounter(const PerThreadCounter&) = delete;
-  PerThreadCounter& operator=(const PerThreadCounter&) = delete;
+  ThreadCounter();
+  ~ThreadCounter();
+  ThreadCounter(const ThreadCounter&) = delete;
+  ThreadCounter& operator=(const ThreadCounter&) = delete;
 
   // Adds delta (mod 2^64) to the calling thread's slot.
   void Add(uint64_t delta) {
 #if PERCPU_CONTRACT_CHECKS
     if (magic_ != kAliveMagic) {
       internal::ReportContractViolation(
-          "PerThreadCounter::Add: counter used after destruction");
+          "ThreadCounter::Add: counter used after destruction");
       return;
     }
 #endif
@@ -219,7 +221,7 @@ class PerThreadCounter {
   uint64_t ExitedTotal() const;
 
  private:
-  friend struct PerThreadCounterAccess;
+  friend struct ThreadCounterAccess;
   struct Chunk;
   static constexpr uint32_t kAliveMagic = 0x7e4d0a11u;
   static constexpr uint32_t kDeadMagic = 0xdead7e4du;
@@ -241,8 +243,9 @@ class PerThreadCounter {
   uint32_t chunk_used_ = 0;  // slots handed out from the newest chunk
 };
 
-// The job name (README "Which type for which job"): a per-thread counter.
-using ThreadCounter = PerThreadCounter;
+// The old name (0.1). Removed in 0.3.
+using PerThreadCounter [[deprecated("use ThreadCounter; removed in 0.3")]] =
+    ThreadCounter;
 
 }  // namespace percpu
 

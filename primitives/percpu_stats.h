@@ -8,6 +8,13 @@
 // (PerCpuPacketsBytes, the pair with a consistent read, is in
 // primitives/percpu_pair.h.)
 //
+// Layer: these are the building blocks under the job types of counter.h --
+// PerCpuU64Mib<N> runs under CounterSet<N>, PerCpuU64 under Counter -- for
+// callers that want explicit control (their own Topology and
+// PerCpuAllocator, StatusOr errors); new code wants counter.h. Not to be
+// confused with LcoreStats<N> (percpu_mib.h), whose writer is pinned and
+// passes its own CPU id: here writers run on any thread and pass none.
+//
 // Memory: one contiguous block of N internal::Atomic<uint64_t> per possible
 // CPU from a PerCpuAllocator (cpu-major: CPU c's block is at CPU 0's block +
 // c * unit stride), plus per-object accumulators and overflow counters.
