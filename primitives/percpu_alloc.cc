@@ -84,6 +84,7 @@ PerCpuAllocator::PerCpuAllocator(Topology* topology,
       topology_ref_(topology->weak_from_this().lock()),
       unit_size_(options.unit_size),
       unit_shift_(__builtin_ctzll(options.unit_size)),
+      slab_id_shift_(__builtin_ctzll(options.unit_size / kSlabBytes)),
       num_possible_(topology->num_possible()),
       chunk_bytes_(options.unit_size *
                    static_cast<size_t>(topology->num_possible())),
@@ -150,6 +151,14 @@ PerCpuPtr<void> PerCpuAllocator::MakePtr(uint32_t chunk,
 
 Status PerCpuAllocator::AddChunkLocked(const char* op) {
   const size_t reserved = chunks_.size() * chunk_bytes_;
+  // Slab ids are 32 bits: (chunk << slab_id_shift_) | region, kNoSlab
+  // excluded. Reached only past 2 TiB of units per CPU.
+  if ((uint64_t{chunks_.size()} + 1) << slab_id_shift_ > kNoSlab) {
+    return ResourceExhaustedError(
+        std::string("PerCpuAllocator::") + op + ": " +
+        std::to_string(chunks_.size()) +
+        " chunks is the most whose slabs 32-bit ids can name");
+  }
   if (chunk_bytes_ > max_total_bytes_ ||
       reserved > max_total_bytes_ - chunk_bytes_) {
     return ResourceExhaustedError(
@@ -240,7 +249,7 @@ Status PerCpuAllocator::PlaceExtentLocked(const char* op, uint32_t size,
   return Status::Ok();
 }
 
-Status PerCpuAllocator::NewSlabLocked(const char* op, int cls,
+Status PerCpuAllocator::NewSlabLocked(const char* op, uint32_t size,
                                       uint32_t class_size) {
   // kSlabBytes-aligned, so offset / kSlabBytes names the slab in its chunk
   // (unit_size is a power of two >= the page size, so it is a multiple).
@@ -249,21 +258,18 @@ Status PerCpuAllocator::NewSlabLocked(const char* op, int cls,
   if (!s.ok()) return s;
   const uint32_t per_line = static_cast<uint32_t>(kCacheLineSize) / class_size;
   const uint32_t capacity = (kSlabBytes / kCacheLineSize) * per_line;
+  const size_t cls = ClassIndex(size, class_size);
   Slab slab{};
   slab.free_bits = capacity == 64 ? ~uint64_t{0} : (uint64_t{1} << capacity) - 1;
-  slab.chunk = where.chunk;
-  slab.offset = where.offset;
   slab.next = partial_[cls];
-  slab.size_class = static_cast<uint8_t>(cls);
+  slab.size = static_cast<uint8_t>(size);
   slab.class_size = static_cast<uint8_t>(class_size);
   slab.per_line = static_cast<uint8_t>(per_line);
-  const uint32_t index = static_cast<uint32_t>(slabs_.size());
-  slabs_.push_back(slab);
-  std::vector<uint32_t>& slab_of = chunks_[where.chunk].slab_of;
+  std::vector<Slab>& slabs = chunks_[where.chunk].slabs;
   const size_t region = where.offset / kSlabBytes;
-  if (region >= slab_of.size()) slab_of.resize(region + 1, 0);
-  slab_of[region] = index + 1;
-  partial_[cls] = index;
+  if (region >= slabs.size()) slabs.resize(region + 1, Slab{});
+  slabs[region] = slab;
+  partial_[cls] = where.chunk << slab_id_shift_ | static_cast<uint32_t>(region);
   stats_.slab_bytes_per_cpu += kSlabBytes;
   return Status::Ok();
 }
@@ -306,21 +312,22 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
   if (class_size <= kCacheLineSize) {
     // Small: O(1). The class's first slab with a free slot, its lowest free
     // slot (one count-trailing-zeros). Slots never cross a cache line.
-    const int cls = static_cast<int>(class_size / kMinAllocGranule) - 1;
+    const size_t cls = ClassIndex(size, class_size);
     if (partial_[cls] == kNoSlab) {
-      Status s = NewSlabLocked(op, cls, static_cast<uint32_t>(class_size));
+      Status s = NewSlabLocked(op, static_cast<uint32_t>(size),
+                               static_cast<uint32_t>(class_size));
       if (!s.ok()) return s;
     }
-    Slab& slab = slabs_[partial_[cls]];
+    const uint32_t id = partial_[cls];
+    Slab& slab = SlabOf(id);
     const int slot = __builtin_ctzll(slab.free_bits);
     slab.free_bits &= slab.free_bits - 1;
     if (slab.free_bits == 0) {
       partial_[cls] = slab.next;  // full: leaves the partial list
       slab.next = kNoSlab;
     }
-    slab.requested[slot] = static_cast<uint8_t>(size);
-    chunk = slab.chunk;
-    offset = slab.offset +
+    chunk = id >> slab_id_shift_;
+    offset = (id & ((uint32_t{1} << slab_id_shift_) - 1)) * kSlabBytes +
              static_cast<uint32_t>(slot / slab.per_line * kCacheLineSize +
                                    slot % slab.per_line * slab.class_size);
     placed = static_cast<uint32_t>(class_size);
@@ -362,22 +369,33 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
 
 Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   if (addr == 0) return Status::Ok();
+  // Start fetching the lines the zeroing below writes (each present CPU's
+  // copy, a unit apart) before the lock and the metadata lookup, so that
+  // their misses overlap instead of following each other. A prefetch never
+  // faults, so a pointer not yet validated is harmless here; the present
+  // mask is read as a hint (a stale bit costs one useless prefetch).
+  topology_->ForEachPresent([addr, this](int cpu) {
+    __builtin_prefetch(
+        reinterpret_cast<const char*>(addr + static_cast<size_t>(cpu) * unit_size_),
+        1);
+  });
   std::lock_guard<internal::Mutex> lock(mu_);
   // O(1): the chunk from a hash of the address's unit-sized window, then
   // the slab from the chunk's slab table (or the large object's entry).
   const int c = FindChunkOfCpu0Locked(addr);
   Slab* slab = nullptr;
   int slot = -1;
+  uint32_t region = 0;
   Heavy::LargeMap::iterator large_it = heavy_->large.end();
   bool live = false;
   if (c >= 0) {
     const uint32_t off = static_cast<uint32_t>(
         addr - reinterpret_cast<uintptr_t>(chunks_[c].base));
-    const std::vector<uint32_t>& slab_of = chunks_[c].slab_of;
-    const size_t region = off / kSlabBytes;
-    if (region < slab_of.size() && slab_of[region] != 0) {
-      slab = &slabs_[slab_of[region] - 1];
-      const uint32_t within = off - slab->offset;
+    std::vector<Slab>& slabs = chunks_[c].slabs;
+    region = off / kSlabBytes;
+    if (region < slabs.size() && slabs[region].size != 0) {
+      slab = &slabs[region];
+      const uint32_t within = off % kSlabBytes;
       const uint32_t in_line = within % kCacheLineSize;
       const uint32_t k = in_line / slab->class_size;
       if (in_line % slab->class_size == 0 && k < slab->per_line) {
@@ -406,7 +424,7 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   uint32_t requested;
   if (slab != nullptr) {
     placed = slab->class_size;
-    requested = slab->requested[slot];
+    requested = slab->size;
   } else {
     placed = large_it->second.placed;
     requested = large_it->second.requested;
@@ -435,8 +453,9 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
     if (slab->free_bits == 0) {
       // Was full: back on its class's partial list, at the head, so the
       // next allocation of the class reuses this (cache-hot) slot.
-      slab->next = partial_[slab->size_class];
-      partial_[slab->size_class] = static_cast<uint32_t>(slab - slabs_.data());
+      const size_t cls = ClassIndex(slab->size, slab->class_size);
+      slab->next = partial_[cls];
+      partial_[cls] = static_cast<uint32_t>(c) << slab_id_shift_ | region;
     }
     slab->free_bits |= uint64_t{1} << slot;
   } else {
