@@ -305,6 +305,9 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
   const size_t rounded = RoundUp(size, kMinAllocGranule);
   const size_t class_size = RoundUp(rounded, eff_align);
 
+  uint32_t zero_bytes = 0;  // > 0: a reused small slot to zero after unlock
+  PerCpuPtr<void> result;
+  {
   std::lock_guard<internal::Mutex> lock(mu_);
   uint32_t chunk = 0;
   uint32_t offset = 0;
@@ -325,6 +328,14 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
     if (slab.free_bits == 0) {
       partial_[cls] = slab.next;  // full: leaves the partial list
       slab.next = kNoSlab;
+    }
+    // Slots at or above the high-water mark were never handed out: still
+    // zero since the slab was carved (free extents are zero). A slot below
+    // it may hold a freed object's bytes and is zeroed below.
+    if (slot >= slab.high_water) {
+      slab.high_water = static_cast<uint8_t>(slot + 1);
+    } else {
+      zero_bytes = static_cast<uint32_t>(class_size);
     }
     chunk = id >> slab_id_shift_;
     offset = (id & ((uint32_t{1} << slab_id_shift_) - 1)) * kSlabBytes +
@@ -364,21 +375,32 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
   stats_.bytes_in_use_per_cpu += placed;
   stats_.live_objects++;
   stats_.allocations++;
-  return MakePtr(chunk, offset);
+  result = MakePtr(chunk, offset);
+  }
+  if (zero_bytes != 0) {
+    // A reused small slot: zero each present CPU's copy after the unlock,
+    // as librseq's percpu_zmalloc does. The slot is this caller's alone
+    // now, so no lock is needed, and the stores (a miss per CPU at large
+    // working sets) drain while the caller goes on instead of stalling the
+    // mutex's release. Absent CPUs' copies are zero already (their units
+    // were released at kAbsent). A CPU going absent during this loop may
+    // get zeros written after its release: the unit still reads zero, and
+    // at most the object's page stays resident. <= a line, a multiple of 8
+    // bytes, 8-aligned: inline 8-byte stores instead of a memset call.
+    char* const obj = reinterpret_cast<char*>(result.base_address());
+    topology_->ForEachPresent([&](int cpu) {
+      char* copy = obj + static_cast<size_t>(cpu) * unit_size_;
+      for (uint32_t b = 0; b < zero_bytes; b += 8) {
+        const uint64_t zero = 0;
+        std::memcpy(copy + b, &zero, 8);
+      }
+    });
+  }
+  return result;
 }
 
 Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   if (addr == 0) return Status::Ok();
-  // Start fetching the lines the zeroing below writes (each present CPU's
-  // copy, a unit apart) before the lock and the metadata lookup, so that
-  // their misses overlap instead of following each other. A prefetch never
-  // faults, so a pointer not yet validated is harmless here; the present
-  // mask is read as a hint (a stale bit costs one useless prefetch).
-  topology_->ForEachPresent([addr, this](int cpu) {
-    __builtin_prefetch(
-        reinterpret_cast<const char*>(addr + static_cast<size_t>(cpu) * unit_size_),
-        1);
-  });
   std::lock_guard<internal::Mutex> lock(mu_);
   // O(1): the chunk from a hash of the address's unit-sized window, then
   // the slab from the chunk's slab table (or the large object's entry).
@@ -429,22 +451,13 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
     placed = large_it->second.placed;
     requested = large_it->second.requested;
   }
-  // Zero every present CPU's copy now, so that Allocate never touches
-  // memory and hands out zeros. Absent CPUs' units are zero already
-  // (released at kAbsent, re-zeroed at kPresent); mu_ keeps this ordered
-  // with those callbacks.
-  char* const obj = reinterpret_cast<char*>(addr);
-  if (slab != nullptr) {
-    // Small (<= a line, a multiple of 8 bytes, 8-aligned): inline 8-byte
-    // stores instead of a memset call per CPU.
-    topology_->ForEachPresent([&](int cpu) {
-      char* copy = obj + static_cast<size_t>(cpu) * unit_size_;
-      for (uint32_t b = 0; b < placed; b += 8) {
-        const uint64_t zero = 0;
-        std::memcpy(copy + b, &zero, 8);
-      }
-    });
-  } else {
+  // A large object's copies are zeroed now, under mu_, so that free
+  // extents are always zero (a new slab or large object placed there needs
+  // no zeroing); mu_ keeps this ordered with the hotplug callbacks. Absent
+  // CPUs' units are zero already (released at kAbsent). A small slot is
+  // zeroed when it is handed out again (AllocateImpl), outside the lock.
+  if (slab == nullptr) {
+    char* const obj = reinterpret_cast<char*>(addr);
     topology_->ForEachPresent([&](int cpu) {
       std::memset(obj + static_cast<size_t>(cpu) * unit_size_, 0, placed);
     });

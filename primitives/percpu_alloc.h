@@ -113,6 +113,8 @@ struct ZeroInitializable
 
 // A handle to one per-CPU allocation: the address of CPU 0's copy and the
 // stride between CPUs' copies. Copyable value; does not own the memory.
+// 16 bytes on 64-bit targets (the stride, a unit size of at most 1 GiB,
+// is kept in 32 bits): callers keep many of these, one per allocation.
 template <typename T>
 class PerCpuPtr {
  public:
@@ -152,11 +154,14 @@ class PerCpuPtr {
   friend class PerCpuAllocator;
   template <typename U>
   friend class PerCpuPtr;
+  // stride <= 1 GiB (PerCpuAllocatorOptions::unit_size).
   PerCpuPtr(uintptr_t base, size_t stride, int num_cpus)
-      : base_(base), stride_(stride), num_cpus_(num_cpus) {}
+      : base_(base),
+        stride_(static_cast<uint32_t>(stride)),
+        num_cpus_(num_cpus) {}
 
   uintptr_t base_ = 0;
-  size_t stride_ = 0;
+  uint32_t stride_ = 0;
   int num_cpus_ = 0;
 };
 
@@ -305,7 +310,7 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
     uint8_t size;        // bytes requested per object, 1..64; 0 = no slab
     uint8_t class_size;  // bytes per slot
     uint8_t per_line;    // slots per cache line
-    uint8_t unused;
+    uint8_t high_water;  // slots >= this were never handed out (zero)
   };
   static_assert(sizeof(Slab) == 16, "four slab records per cache line");
   struct Chunk {
