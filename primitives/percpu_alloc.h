@@ -348,6 +348,10 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
 
   StatusOr<PerCpuPtr<void>> AllocateImpl(const char* op, size_t size,
                                          size_t align);
+  // Validates, places under mu_ and sets *out. *zero_bytes > 0: a reused
+  // small slot whose present copies the caller zeroes (after the unlock).
+  Status AllocateUnzeroed(const char* op, size_t size, size_t align,
+                          PerCpuPtr<void>* out, uint32_t* zero_bytes);
   // Places `size` bytes aligned to `align` in some chunk (new one if
   // needed). Requires mu_.
   Status PlaceExtentLocked(const char* op, uint32_t size, uint32_t align,
