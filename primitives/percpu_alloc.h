@@ -29,7 +29,12 @@
 //
 // Thread safety / memory-ordering contract:
 //   * Allocate/Free/stats/ResidentBytesPerCpu may be called concurrently
-//     from any threads; they take the allocator's mutex.
+//     from any threads; they take the allocator's mutex. A small object's
+//     slot that is reused is zeroed (every present CPU's copy) by the
+//     allocating thread after it releases the mutex, before Allocate
+//     returns: the slot is that caller's alone by then. If a CPU goes
+//     absent during that zeroing, zeros may land in its released unit:
+//     it still reads zero; at most that page stays resident.
 //   * The data path (PerCpuPtr::on/At and reading/writing the objects) never
 //     touches the allocator or its lock. The allocator publishes nothing
 //     through atomics: a PerCpuPtr returned by Allocate is handed to other
