@@ -267,6 +267,152 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
   return cpu;
 }
 
+// The shortest add, for arrays with a power-of-two stride known at compile
+// time (CpuSlotCounter: one 64-byte line per CPU). Adds v to the u64 at
+// base + (cpu << kShift) for the CPU this thread runs on and returns true;
+// returns false with nothing written when cpu_id >= n (an id beyond the
+// array, or (u32)-1 / (u32)-2 when rseq is not registered for this thread).
+// n = 0 therefore never writes: CpuSlotCounter passes 0 when the process's
+// writer mode is not kRseq, so the mode test and the bound check are one
+// compare. Differences from RseqAddU64, each one instruction or more off the
+// hot path (docs/writers.md "The add's cost"):
+//   * asm goto: the out-of-range exit jumps straight to the caller's slow
+//     path (disarming first), so the caller does not compare a returned id;
+//   * n and base may be memory operands ("rm"): a caller whose members the
+//     "memory" clobber forces to reload folds the load into cmp / add;
+//   * the address is a shift and an add (no imul, no zero-extending mov: the
+//     32-bit load of cpu_id already zero-extends);
+//   * x86_64: the commit is one read-modify-write instruction,
+//     "addq v, (addr)" without a lock prefix -- like the kernel's
+//     this_cpu_add(). It is one instruction, so the kernel restarts the
+//     section either before it (nothing written) or after it (committed);
+//     its store is a single aligned 64-bit store, so readers on other CPUs
+//     see the old or the new value, never a torn one (the load half reads
+//     this slot's only writer's last store).
+//   * aarch64: the abort stub lives in __rseq_failure as on x86_64, so the
+//     fast path has no branch over it.
+// Precondition: as RseqAddU64 (and n > 0 only in mode kRseq).
+template <int kShift>
+[[gnu::always_inline]] inline bool RseqTryAddU64Shift(const uintptr_t& base,
+                                                      const uint32_t& n,
+                                                      uint64_t v) {
+  static_assert(kShift >= 3 && kShift <= 16, "u64 slots, stride <= 64 KiB");
+  uint64_t t;
+#if defined(__x86_64__)
+  const intptr_t off = __rseq_offset;
+  // volatile spelled out: gcc 12 deletes an asm goto with outputs that are
+  // unused after it, although asm goto is documented as implicitly volatile.
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      // restart: rseq->rseq_cs = &descriptor.
+      "0:\n\t"
+      "leaq 3b(%%rip), %[t]\n\t"
+      "movq %[t], %%fs:8(%[off])\n\t"
+      // start_ip: cpu = rseq->cpu_id (movl zero-extends into %[t]).
+      "1:\n\t"
+      "movl %%fs:4(%[off]), %k[t]\n\t"
+      "cmpl %[n], %k[t]\n\t"
+      "jae 6f\n\t"
+      "shlq %[shift], %[t]\n\t"
+      "addq %[base], %[t]\n\t"
+      PERCPU_RSEQ_INJECT_ASM
+      // Commit: one instruction, its store is the only side effect.
+      "addq %[v], (%[t])\n\t"
+      // post_commit_ip.
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_INJECT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
+      "jmp 0b\n\t"
+      // Out of range: disarm, then the caller's slow path.
+      "6:\n\t"
+      "movq $0, %%fs:8(%[off])\n\t"
+      "jmp %l[out]\n\t"
+      ".popsection\n\t"
+      // Disarm (issue 12 item 3).
+      "movq $0, %%fs:8(%[off])\n\t"
+      : [t] "=&r"(t)
+      : [off] "r"(off), [base] "rm"(base), [n] "rm"(n), [v] "er"(v),
+        [shift] "J"(kShift)
+      : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS
+      : out);
+  static_assert(RSEQ_SIG == 0x53053053, "x86 rseq signature");
+#elif defined(__aarch64__)
+  uint64_t u;
+  uint32_t s;
+  char* const rseq =
+      static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+  // volatile spelled out: gcc 12 deletes an asm goto with outputs that are
+  // unused after it, although asm goto is documented as implicitly volatile.
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "adrp %[t], 3b\n\t"
+      "add %[t], %[t], :lo12:3b\n\t"
+      "str %[t], [%[rseq], #8]\n\t"
+      "1:\n\t"
+      // The 32-bit load zero-extends cpu into the x register.
+      "ldr %w[t], [%[rseq], #4]\n\t"
+      "cmp %w[t], %w[n]\n\t"
+      "b.hs 6f\n\t"
+      "add %[t], %[base], %[t], lsl %[shift]\n\t"
+      "ldr %[u], [%[t]]\n\t"
+      "add %[u], %[u], %[v]\n\t"
+      // Commit: the single store.
+      "str %[u], [%[t]]\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".balign 4\n\t"
+      // Signature (BRK #0x45e0), then the abort handler.
+      ".inst 0xd428bc00\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_A64_COUNT_ABORT("%[t]", "%[u]", "%w[s]")
+      "b 0b\n\t"
+      "6:\n\t"
+      "str xzr, [%[rseq], #8]\n\t"
+      "b %l[out]\n\t"
+      ".popsection\n\t"
+      // Disarm (issue 12 item 3).
+      "str xzr, [%[rseq], #8]\n\t"
+      : [t] "=&r"(t), [u] "=&r"(u), [s] "=&r"(s)
+      : [rseq] "r"(rseq), [base] "r"(base), [n] "r"(n), [v] "rI"(v),
+        [shift] "i"(kShift)
+      : "memory", "cc"
+      : out);
+  (void)s;
+  static_assert(RSEQ_SIG == 0xd428bc00, "aarch64 little-endian rseq signature");
+#endif
+  (void)t;
+  return true;
+out:
+  return false;
+}
+
 // As RseqAddU64, but only if bit cpu of mask (present-mask words, at least
 // n bits) is set; returns kRseqNotPresent (>= n) and writes nothing when it
 // is clear. Precondition as RseqAddU64.
