@@ -139,6 +139,39 @@ inline Atomic<uint64_t>* SlotAt(uintptr_t base, size_t stride, uint32_t cpu) {
 // kernel reads rseq_cs on this thread's return to user space, which is
 // ordered with this thread's own stores.
 //
+// Only code that can be unmapped needs the disarming store. Code of the
+// main executable never is, so on x86_64 a translation unit compiled for an
+// executable (-fPIE, which defines __PIE__, or without -fPIC) leaves
+// rseq_cs armed after the section, as librseq always does: the kernel then
+// reads the still-mapped descriptor at the thread's next preemption or
+// signal, finds the instruction pointer outside the section and clears
+// rseq_cs itself. Such a copy must never end up in a shared object, and
+// the linker enforces it: instead of the store, the sequence emits one word
+// ".long __rseq_offset - ." (a PC-relative relocation against glibc's
+// symbol, in section __rseq_exe_only), which ld links into executables
+// (PIE, non-PIE, static) but refuses in a shared object ("relocation
+// R_X86_64_PC32 against symbol `__rseq_offset' can not be used when making
+// a shared object"), whatever the compiler's code generation flags. Copies
+// compiled with -fPIC (everything Bazel links into shared libraries, the
+// dlopen()ed plugin of rseq_dlclose_test) keep the store. aarch64 always
+// keeps it: its linker treats a PIE like a shared object for this
+// relocation, so the guard would break PIE executables. The store costs
+// about 0.15x of librseq's add time (docs/writers.md "The add's cost").
+// Define PERCPU_RSEQ_ALWAYS_DISARM to keep it everywhere.
+#if defined(__x86_64__) && !defined(PERCPU_RSEQ_ALWAYS_DISARM) && \
+    !(defined(__PIC__) && !defined(__PIE__))
+#define PERCPU_RSEQ_DISARM 0
+#define PERCPU_RSEQ_X86_DISARM          \
+  ".pushsection __rseq_exe_only, \"a?\"\n\t" \
+  ".balign 4\n\t"                       \
+  ".long __rseq_offset - .\n\t"         \
+  ".popsection\n\t"
+#else
+#define PERCPU_RSEQ_DISARM 1
+#define PERCPU_RSEQ_X86_DISARM "movq $0, %%fs:8(%[off])\n\t"
+#endif
+#define PERCPU_RSEQ_A64_DISARM "str xzr, [%[rseq], #8]\n\t"
+//
 // Present-mask bound (RseqAddU64Present, RseqLatchAddPair): the section
 // also tests the CPU's bit in a topology's present-mask words (bit c of
 // word c / 64) and leaves with nothing written when it is clear, returning
@@ -210,7 +243,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       // Every exit disarms the section: rseq_cs = 0 (issue 12 item 3; see
       // "Disarming" above).
       "5:\n\t"
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       // stride and v may be immediates ("e": sign-extended 32 bits): a
       // constant stride or delta then costs no register and no mov
@@ -257,7 +290,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       "b 0b\n\t"
       // Every exit disarms the section: rseq_cs = 0.
       "5:\n\t"
-      "str xzr, [%[rseq], #8]\n\t"
+      PERCPU_RSEQ_A64_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [v] "r"(v)
@@ -340,11 +373,11 @@ template <int kShift>
       "jmp 0b\n\t"
       // Out of range: disarm, then the caller's slow path.
       "6:\n\t"
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       "jmp %l[out]\n\t"
       ".popsection\n\t"
       // Disarm (issue 12 item 3).
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       : [t] "=&r"(t)
       : [off] "r"(off), [base] "rm"(base), [n] "rm"(n), [v] "er"(v),
         [shift] "J"(kShift)
@@ -394,11 +427,11 @@ template <int kShift>
       PERCPU_RSEQ_A64_COUNT_ABORT("%[t]", "%[u]", "%w[s]")
       "b 0b\n\t"
       "6:\n\t"
-      "str xzr, [%[rseq], #8]\n\t"
+      PERCPU_RSEQ_A64_DISARM
       "b %l[out]\n\t"
       ".popsection\n\t"
       // Disarm (issue 12 item 3).
-      "str xzr, [%[rseq], #8]\n\t"
+      PERCPU_RSEQ_A64_DISARM
       : [t] "=&r"(t), [u] "=&r"(u), [s] "=&r"(s)
       : [rseq] "r"(rseq), [base] "r"(base), [n] "r"(n), [v] "rI"(v),
         [shift] "i"(kShift)
@@ -471,7 +504,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "jmp 5f\n\t"
       ".popsection\n\t"
       "5:\n\t"
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [mask] "r"(mask), [v] "r"(v)
@@ -519,7 +552,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "6:\n\t"
       "mov %w[cpu], #-1\n\t"
       "5:\n\t"
-      "str xzr, [%[rseq], #8]\n\t"
+      PERCPU_RSEQ_A64_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [mask] "r"(mask), [v] "r"(v)
@@ -618,7 +651,7 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       "jmp 5f\n\t"
       ".popsection\n\t"
       "5:\n\t"
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       : [cpu] "=&r"(cpu), [addr] "=&r"(addr), [ver] "=&r"(ver),
         [idx] "=&r"(idx), [t1] "=&r"(t1), [t2] "=&r"(t2)
       : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
