@@ -311,8 +311,8 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
 // hot path (docs/writers.md "The add's cost"):
 //   * asm goto: the out-of-range exit jumps straight to the caller's slow
 //     path (disarming first), so the caller does not compare a returned id;
-//   * n and base may be memory operands ("rm"): a caller whose members the
-//     "memory" clobber forces to reload folds the load into cmp / add;
+//   * n and base may be memory operands ("rm", gcc): a caller whose members
+//     the "memory" clobber forces to reload folds the load into cmp / add;
 //   * the address is a shift and an add (no imul, no zero-extending mov: the
 //     32-bit load of cpu_id already zero-extends);
 //   * x86_64: the commit is one read-modify-write instruction,
@@ -325,6 +325,13 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
 //   * aarch64: the abort stub lives in __rseq_failure as on x86_64, so the
 //     fast path has no branch over it.
 // Precondition: as RseqAddU64 (and n > 0 only in mode kRseq).
+// "rm" lets gcc fold a member's reload into the instruction; clang always
+// picks the memory alternative, spilling a value it holds in a register.
+#if defined(__clang__)
+#define PERCPU_RSEQ_RM_(x) "r"(x)
+#else
+#define PERCPU_RSEQ_RM_(x) "rm"(x)
+#endif
 template <int kShift>
 [[gnu::always_inline]] inline bool RseqTryAddU64Shift(const uintptr_t& base,
                                                       const uint32_t& n,
@@ -379,7 +386,8 @@ template <int kShift>
       // Disarm (issue 12 item 3).
       PERCPU_RSEQ_X86_DISARM
       : [t] "=&r"(t)
-      : [off] "r"(off), [base] "rm"(base), [n] "rm"(n), [v] "er"(v),
+      : [off] "r"(off), [base] PERCPU_RSEQ_RM_(base), [n] PERCPU_RSEQ_RM_(n),
+        [v] "er"(v),
         [shift] "J"(kShift)
       : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS
       : out);
