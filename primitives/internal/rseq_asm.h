@@ -569,6 +569,129 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
   return cpu;
 }
 
+// As RseqAddU64Present, with RseqTryAddU64Shift's exits: true when v was
+// added to base + cpu * stride; false, with nothing written, when cpu_id
+// >= n or the CPU's present bit is clear (the caller's slow path: the
+// overflow counter, or the fallback writer when it passes n = 0 because
+// the object does not use rseq). asm goto, "rm" n, and on x86_64 the
+// one-instruction commit "addq v, (addr)" (see RseqTryAddU64Shift).
+// Precondition: as RseqAddU64Present (n > 0 only in mode kRseq).
+[[gnu::always_inline]] inline bool RseqTryAddU64Present(
+    uintptr_t base, size_t stride, const uint32_t& n,
+    const Atomic<uint64_t>* mask, uint64_t v) {
+  uint64_t t, a;
+#if defined(__x86_64__)
+  const intptr_t off = __rseq_offset;
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "leaq 3b(%%rip), %[t]\n\t"
+      "movq %[t], %%fs:8(%[off])\n\t"
+      "1:\n\t"
+      "movl %%fs:4(%[off]), %k[t]\n\t"
+      "cmpl %[n], %k[t]\n\t"
+      "jae 6f\n\t"
+      // Present bit: word cpu / 64, bit cpu % 64 (bt masks the count).
+      "movl %k[t], %k[a]\n\t"
+      "shrl $6, %k[a]\n\t"
+      "movq (%[mask],%[a],8), %[a]\n\t"
+      "btq %[t], %[a]\n\t"
+      "jnc 6f\n\t"
+      "imulq %[stride], %[t]\n\t"
+      "addq %[base], %[t]\n\t"
+      PERCPU_RSEQ_INJECT_ASM
+      // Commit: one instruction, its store is the only side effect.
+      "addq %[v], (%[t])\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_INJECT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
+      "jmp 0b\n\t"
+      // Out of range or not present: disarm, then the caller's slow path.
+      "6:\n\t"
+      PERCPU_RSEQ_X86_DISARM
+      "jmp %l[out]\n\t"
+      ".popsection\n\t"
+      PERCPU_RSEQ_X86_DISARM
+      : [t] "=&r"(t), [a] "=&r"(a)
+      : [off] "r"(off), [base] "r"(base), [stride] "r"(stride),
+        [n] PERCPU_RSEQ_RM_(n), [mask] "r"(mask), [v] "er"(v)
+      : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS
+      : out);
+#elif defined(__aarch64__)
+  uint32_t s;
+  char* const rseq =
+      static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "adrp %[t], 3b\n\t"
+      "add %[t], %[t], :lo12:3b\n\t"
+      "str %[t], [%[rseq], #8]\n\t"
+      "1:\n\t"
+      "ldr %w[t], [%[rseq], #4]\n\t"
+      "cmp %w[t], %w[n]\n\t"
+      "b.hs 6f\n\t"
+      // Present bit: word cpu / 64, bit cpu % 64 (lsr uses the low 6 bits).
+      "lsr %[a], %[t], #6\n\t"
+      "ldr %[a], [%[mask], %[a], lsl #3]\n\t"
+      "lsr %[a], %[a], %[t]\n\t"
+      "tbz %[a], #0, 6f\n\t"
+      "madd %[t], %[t], %[stride], %[base]\n\t"
+      "ldr %[a], [%[t]]\n\t"
+      "add %[a], %[a], %[v]\n\t"
+      "str %[a], [%[t]]\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".balign 4\n\t"
+      ".inst 0xd428bc00\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_A64_COUNT_ABORT("%[t]", "%[a]", "%w[s]")
+      "b 0b\n\t"
+      "6:\n\t"
+      PERCPU_RSEQ_A64_DISARM
+      "b %l[out]\n\t"
+      ".popsection\n\t"
+      PERCPU_RSEQ_A64_DISARM
+      : [t] "=&r"(t), [a] "=&r"(a), [s] "=&r"(s)
+      : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride),
+        [n] "r"(n), [mask] "r"(mask), [v] "rI"(v)
+      : "memory", "cc"
+      : out);
+  (void)s;
+#endif
+  (void)t;
+  (void)a;
+  return true;
+out:
+  return false;
+}
+
 #if defined(__x86_64__)
 #define PERCPU_HAVE_RSEQ_LATCH_ASM 1
 
