@@ -84,9 +84,16 @@ namespace internal {
 
 // The owner's hot path. Precondition: the calling thread is the slot's only
 // writer.
+#if defined(__SANITIZE_THREAD__)
+#define PERCPU_PER_THREAD_TSAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PERCPU_PER_THREAD_TSAN_ 1
+#endif
+#endif
 inline void PerThreadOwnerAdd(Atomic<uint64_t>& slot, uint64_t delta) {
 #if defined(__x86_64__) && !defined(PERCPU_MODEL_CHECK) && \
-    !defined(__SANITIZE_THREAD__)
+    !defined(PERCPU_PER_THREAD_TSAN_)
   // The same relaxed load + store fused into one unlocked read-modify-write
   // instruction, as the kernel's this_cpu_add(): the owner is the only
   // writer, so no other store can fall between its load and store halves;
