@@ -322,8 +322,9 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
 //     its store is a single aligned 64-bit store, so readers on other CPUs
 //     see the old or the new value, never a torn one (the load half reads
 //     this slot's only writer's last store).
-//   * aarch64: the abort stub lives in __rseq_failure as on x86_64, so the
-//     fast path has no branch over it.
+//   * aarch64: the abort stub lives in __rseq_failure as on x86_64; the
+//     out-of-range exit stays inline (conditional branches reach only
+//     +-1 MiB), so the fast path keeps one "b" over it.
 // Precondition: as RseqAddU64 (and n > 0 only in mode kRseq).
 // "rm" lets gcc fold a member's reload into the instruction; clang always
 // picks the memory alternative, spilling a value it holds in a register.
@@ -434,12 +435,18 @@ template <int kShift>
       "4:\n\t"
       PERCPU_RSEQ_A64_COUNT_ABORT("%[t]", "%[u]", "%w[s]")
       "b 0b\n\t"
-      "6:\n\t"
-      PERCPU_RSEQ_A64_DISARM
-      "b %l[out]\n\t"
       ".popsection\n\t"
       // Disarm (issue 12 item 3).
       PERCPU_RSEQ_A64_DISARM
+      "b 7f\n\t"
+      // Out of range / not present: inline, because b.hs and tbz reach only
+      // +-1 MiB / +-32 KiB and a separate section may be linked farther
+      // away (the abort stub above is entered by the kernel and left with
+      // an unconditional b, +-128 MiB).
+      "6:\n\t"
+      PERCPU_RSEQ_A64_DISARM
+      "b %l[out]\n\t"
+      "7:\n\t"
       : [t] "=&r"(t), [u] "=&r"(u), [s] "=&r"(s)
       : [rseq] "r"(rseq), [base] "r"(base), [n] "r"(n), [v] "rI"(v),
         [shift] "i"(kShift)
@@ -673,11 +680,18 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "4:\n\t"
       PERCPU_RSEQ_A64_COUNT_ABORT("%[t]", "%[a]", "%w[s]")
       "b 0b\n\t"
+      ".popsection\n\t"
+      // Disarm (issue 12 item 3).
+      PERCPU_RSEQ_A64_DISARM
+      "b 7f\n\t"
+      // Out of range / not present: inline, because b.hs and tbz reach only
+      // +-1 MiB / +-32 KiB and a separate section may be linked farther
+      // away (the abort stub above is entered by the kernel and left with
+      // an unconditional b, +-128 MiB).
       "6:\n\t"
       PERCPU_RSEQ_A64_DISARM
       "b %l[out]\n\t"
-      ".popsection\n\t"
-      PERCPU_RSEQ_A64_DISARM
+      "7:\n\t"
       : [t] "=&r"(t), [a] "=&r"(a), [s] "=&r"(s)
       : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride),
         [n] "r"(n), [mask] "r"(mask), [v] "rI"(v)
