@@ -127,13 +127,12 @@ namespace {
 // more (it is the caller's own, or its thread is gone).
 void RetireStateLocked(Registry& r, internal::PerThreadState* st) {
   for (uint32_t id = 0; id < st->capacity; ++id) {
-    const internal::PerThreadEntry& e = st->entries[id];
-    if (e.slot == nullptr) continue;
-    // A counter destroyed since (or an id reused by a newer counter) has
-    // a different serial: its memory is gone, do not touch e.slot.
-    if (id < r.records.size() && r.records[id].serial == e.serial) {
-      ThreadCounterAccess::FoldAndRelease(r.records[id].counter, e.slot);
-    }
+    internal::PerThreadSlot* const slot = st->entries[id];
+    if (slot == nullptr) continue;
+    // Non-null entries belong to the live counter with that id: a
+    // destructor clears its id in every registered state (st is registered
+    // until the end of this function).
+    ThreadCounterAccess::FoldAndRelease(r.records[id].counter, slot);
   }
   auto it = std::find(r.states.begin(), r.states.end(), st);
   if (it != r.states.end()) {
@@ -195,7 +194,10 @@ ThreadCounter::~ThreadCounter() {
   {
     std::lock_guard<std::mutex> lock(r.mu);
     // From now on no exit hook folds into this counter, and no thread's
-    // entry (serial_) matches a live record.
+    // entry refers to it: the id may be reused by the next counter.
+    for (internal::PerThreadState* st : r.states) {
+      if (id_ < st->capacity) st->entries[id_] = nullptr;
+    }
     r.records[id_] = Record{};
     r.free_ids.push_back(id_);
     magic_ = kDeadMagic;
@@ -230,14 +232,9 @@ void ThreadCounter::AddSlow(uint64_t delta) {
       internal::TlsPerThreadFast() =
           internal::PerThreadTls{st->entries, st->capacity};
     }
-    internal::PerThreadEntry& e = st->entries[id_];
-    if (e.serial != serial_) {
-      // The entry is empty or belongs to a destroyed counter that had the
-      // same id: take a slot of this counter.
-      e.slot = ThreadCounterAccess::AcquireSlot(this);
-      e.serial = serial_;
-    }
-    slot = e.slot;
+    internal::PerThreadSlot*& e = st->entries[id_];
+    if (e == nullptr) e = ThreadCounterAccess::AcquireSlot(this);
+    slot = e;
   }
   internal::PerThreadOwnerAdd(slot->value, delta);
 }
