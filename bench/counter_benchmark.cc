@@ -1,7 +1,8 @@
-// The cost of the three-line API's out-of-line add (Counter::Inc,
-// PacketCounter::Add: one call into counter.cc, then the type underneath)
-// against the inline writers it runs on (PerCpuU64, PerCpuPacketsBytes),
-// single thread, on this machine's sysfs topology.
+// The cost of the three-line API's adds (Counter::Inc: the rseq sequence
+// inline in rseq mode, else one call into counter.cc; PacketCounter::Add:
+// one call into counter.cc, then the type underneath) against the writers
+// they run on (PerCpuU64, PerCpuPacketsBytes), single thread, on this
+// machine's sysfs topology.
 //
 //   bazel run --config=opt //bench:counter_benchmark
 #include <cstdint>

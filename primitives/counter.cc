@@ -105,6 +105,16 @@ void FamilyCore::Init(const char* name, const char* help,
       chunks_.push_back(std::move(*chunk));
     }
   }
+  if (!degraded_ && kind_ == FamilyKind::kCounters && !chunks_.empty() &&
+      chunks_[0]->uses_rseq()) {
+    // All chunks share the topology and the writer mode.
+    add_targets_.reset(new FamilyAddTarget[chunks_.size()]);
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      add_targets_[c] = FamilyAddTarget{
+          chunks_[c]->slots().base_address(), chunks_[c]->slots().stride(),
+          static_cast<uint32_t>(topo->num_possible()), topo->present_words()};
+    }
+  }
   if (degraded_ && kind_ == FamilyKind::kCounters) {
     spill_.reset(new Atomic<uint64_t>[num_items_]);
     for (size_t i = 0; i < num_items_; ++i) {
@@ -335,6 +345,10 @@ void FamilyReadPair(const FamilyCore* core, uint64_t* packets,
                     uint64_t* bytes) {
   core->ReadPair(packets, bytes);
 }
+const FamilyAddTarget* FamilyAddTargets(const FamilyCore* core) {
+  return core == nullptr ? nullptr : core->add_targets();
+}
+
 bool FamilyDegraded(const FamilyCore* core) {
   return core == nullptr || core->degraded();
 }

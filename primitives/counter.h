@@ -53,10 +53,16 @@
 //     through contract.h).
 //
 // Header weight: this header is meant for hot-path translation units; it
-// pulls in only <array>, <atomic>, <cstddef>, <cstdint> (no topology.h,
-// percpu_alloc.h, <string>, <functional>, <mutex>, <unordered_map>). The
-// per-CPU add is one out-of-line call into counter.cc, which runs the
-// model-checked writer of the type underneath.
+// pulls in only <array>, <atomic>, <cstddef>, <cstdint> and the rseq
+// sequences (internal/rseq_asm.h: <sys/rseq.h>, <sched.h>); no topology.h,
+// percpu_alloc.h, <string>, <functional>, <mutex>, <unordered_map>.
+//
+// The add: in rseq mode (x86_64, aarch64) Counter/CounterSet run the rseq
+// sequence of the type underneath (PerCpuU64Mib's RseqTryAddU64Present)
+// inline, on a copy of its constant fields (FamilyAddTarget) taken at
+// construction; any other case (fallback writer mode, a CPU that is not
+// present, a degraded family) is one out-of-line call into counter.cc,
+// which runs the model-checked writer of the type underneath.
 #ifndef PERCPU_PRIMITIVES_COUNTER_H_
 #define PERCPU_PRIMITIVES_COUNTER_H_
 
@@ -65,6 +71,7 @@
 #include <cstdint>
 
 #include "primitives/internal/atomic.h"
+#include "primitives/internal/rseq_asm.h"
 
 namespace percpu {
 
@@ -90,6 +97,23 @@ FamilyCore* NewFamily(Domain* domain, FamilyKind kind, const char* name,
                       const char* help, const CounterItem* items,
                       size_t num_items);
 void DeleteFamily(FamilyCore* core);
+
+// Items per per-CPU object of a CounterSet (a PerCpuU64Mib<8> each).
+inline constexpr size_t kFamilyChunkItems = 8;
+
+// What the inline add needs of one chunk's per-CPU words, copied from the
+// PerCpuU64Mib at construction; every field is constant for the family's
+// life (the words never move; hotplug changes only the mask's contents).
+struct FamilyAddTarget {
+  uintptr_t base;      // item 0 of CPU 0
+  size_t stride;       // bytes between two CPUs' copies
+  uint32_t rseq_n;     // possible CPUs (the rseq sequence's bound)
+  const Atomic<uint64_t>* present_mask;  // the topology's present words
+};
+// One target per chunk, or nullptr when the family does not write with
+// rseq (fallback writer mode, degraded, a PacketCounter, core == nullptr).
+const FamilyAddTarget* FamilyAddTargets(const FamilyCore* core);
+
 void FamilyAdd(FamilyCore* core, size_t item, uint64_t delta);
 uint64_t FamilyRead(const FamilyCore* core, size_t item);
 // Cpu-major fold of all items (per chunk of items, each in one hotplug read
@@ -111,12 +135,16 @@ class FamilyHandle {
   Status status() const;
 
  protected:
-  explicit FamilyHandle(FamilyCore* core) : core_(core) {}
+  explicit FamilyHandle(FamilyCore* core)
+      : core_(core), add_targets_(FamilyAddTargets(core)) {}
   ~FamilyHandle() { DeleteFamily(core_); }
   FamilyHandle(const FamilyHandle&) = delete;
   FamilyHandle& operator=(const FamilyHandle&) = delete;
 
   FamilyCore* const core_;
+  // Owned by core_; see FamilyAddTargets. In the layout whatever the build's
+  // macros say (only its use in Add is conditional).
+  const FamilyAddTarget* const add_targets_;
 };
 
 }  // namespace internal
@@ -141,6 +169,24 @@ class CounterSet : public internal::FamilyHandle {
       internal::ReportItemOutOfRange("CounterSet::Add");
       return;
     }
+#if PERCPU_HAVE_RSEQ_ASM
+    // The writer of PerCpuU64Mib::Add, inline: the same sequence on the same
+    // words, bounded by the same present mask (docs/fold_and_hotplug.md,
+    // section 3a, holds for it unchanged). false: nothing was written (CPU
+    // id out of range or not present); the out-of-line add decides.
+    if (__builtin_expect(add_targets_ != nullptr, 1)) {
+      const internal::FamilyAddTarget& t =
+          add_targets_[item / internal::kFamilyChunkItems];
+      if (__builtin_expect(
+              internal::RseqTryAddU64Present(
+                  t.base + item % internal::kFamilyChunkItems *
+                               sizeof(internal::Atomic<uint64_t>),
+                  t.stride, t.rseq_n, t.present_mask, delta),
+              1)) {
+        return;
+      }
+    }
+#endif
     if (__builtin_expect(core_ != nullptr, 1)) {
       internal::FamilyAdd(core_, item, delta);
     } else {

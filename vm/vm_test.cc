@@ -40,7 +40,9 @@
 #include <thread>
 #include <vector>
 
+#include "primitives/counter.h"
 #include "primitives/cpu_slot.h"
+#include "primitives/domain.h"
 #include "primitives/hotplug_monitor.h"
 #include "primitives/percpu_alloc.h"
 #include "primitives/percpu_pair.h"
@@ -154,6 +156,11 @@ struct Counters {
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   std::unique_ptr<CpuSlotCounter> slot;  // no hotplug awareness: counters only
 #pragma GCC diagnostic pop
+  // The three-line API: a CounterSet of 10 items (two 8-item chunks) on a
+  // domain over the same topology; its adds run the rseq sequence inline
+  // from this translation unit (counter.h), not through counter.cc.
+  std::unique_ptr<Domain> domain;
+  std::unique_ptr<CounterSet<10>> set;
 
   static constexpr uint64_t kBytesPerPacket = 1500;
 
@@ -164,11 +171,26 @@ struct Counters {
     mib->Add(7, 2);
     pair->Add(1, kBytesPerPacket);
     if (slot) slot->Inc();
+    set->Add(i % 10, 1);
+    set->Add(9, 2);
   }
 };
 
-bool MakeCounters(Topology& topo, PerCpuAllocator& alloc, bool with_slot,
-                  Counters* c) {
+bool MakeCounters(const std::shared_ptr<Topology>& topo_owner,
+                  PerCpuAllocator& alloc, bool with_slot, Counters* c) {
+  Topology& topo = *topo_owner;
+  DomainOptions domain_options;
+  domain_options.monitor_hotplug = false;  // the test drives or monitors
+  auto d = Domain::Create(topo_owner, domain_options);
+  VM_CHECK(d.ok(), "Domain::Create: %s", d.status().ToString().c_str());
+  if (!d.ok()) return false;
+  c->domain = std::move(*d);
+  c->set.reset(new CounterSet<10>(
+      "vm_set", "",
+      {{"a", ""}, {"b", ""}, {"c", ""}, {"d", ""}, {"e", ""},
+       {"f", ""}, {"g", ""}, {"h", ""}, {"i", ""}, {"j", ""}},
+      c->domain.get()));
+  VM_CHECK(!c->set->degraded(), "CounterSet degraded");
   auto u = PerCpuU64::Create(topo, alloc);
   auto m = PerCpuU64Mib<8>::Create(topo, alloc);
   auto p = PerCpuPacketsBytes::Create(topo, alloc);
@@ -206,6 +228,12 @@ void CheckTotals(const Counters& c, uint64_t ops, const char* when) {
   VM_CHECK(pb.packets == ops && pb.bytes == ops * Counters::kBytesPerPacket,
            "%s: pair (%" PRIu64 ", %" PRIu64 ") != (%" PRIu64 ", ...)", when,
            pb.packets, pb.bytes, ops);
+  std::array<uint64_t, 10> set{};
+  c.set->ReadAll(set);
+  uint64_t set_total = 0;
+  for (uint64_t v : set) set_total += v;
+  VM_CHECK(set_total == 3 * ops, "%s: CounterSet total %" PRIu64 " != %" PRIu64,
+           when, set_total, 3 * ops);
   if (c.slot) {
     VM_CHECK(c.slot->Sum() == ops, "%s: CpuSlotCounter %" PRIu64 " != %" PRIu64,
              when, c.slot->Sum(), ops);
@@ -312,7 +340,7 @@ int Counters_(const Args& a) {
   if (!alloc) return 1;
   PrintMode();
   Counters c;
-  if (!MakeCounters(*topo, *alloc, /*with_slot=*/true, &c)) return 1;
+  if (!MakeCounters(topo, *alloc, /*with_slot=*/true, &c)) return 1;
   const int online = topo->online().Count();
   const long long restarts0 = RseqAbortCount();
   Writers w(c, online, online);
@@ -385,7 +413,7 @@ int Hotplug(const Args& a) {
   auto mon = StartMonitor(*topo);
   if (!mon) return 1;
   Counters c;
-  if (!MakeCounters(*topo, *alloc, /*with_slot=*/false, &c)) return 1;
+  if (!MakeCounters(topo, *alloc, /*with_slot=*/false, &c)) return 1;
   const std::vector<int> cpus = OfflinableCpus(*topo);
   VM_CHECK(!cpus.empty(), "no CPU can be offlined");
   const int online = topo->online().Count();
@@ -518,7 +546,7 @@ int HotAdd(const Args& a) {
   if (!big.ok()) return 1;
   for (int i = 0; i < 90; ++i) (*big)->Add(static_cast<size_t>(i), 1);
   Counters c;
-  if (!MakeCounters(*topo, *alloc, /*with_slot=*/false, &c)) return 1;
+  if (!MakeCounters(topo, *alloc, /*with_slot=*/false, &c)) return 1;
   const std::vector<Probe> probes = {
       {(*big)->slots().base_address(), (*big)->slots().stride()},
       {c.mib->slots().base_address(), c.mib->slots().stride()},

@@ -48,7 +48,7 @@ struct PerCpuValues {
 
 class FamilyCore {
  public:
-  static constexpr size_t kChunkItems = 8;
+  static constexpr size_t kChunkItems = kFamilyChunkItems;
   using Chunk = PerCpuU64Mib<kChunkItems>;
 
   FamilyCore(Domain* domain, FamilyKind kind);
@@ -82,6 +82,7 @@ class FamilyCore {
   bool degraded() const { return degraded_; }
   const Status& status() const { return status_; }
   Domain* domain() const { return domain_; }
+  const FamilyAddTarget* add_targets() const { return add_targets_.get(); }
 
  private:
   void Degrade(Status why);
@@ -97,6 +98,9 @@ class FamilyCore {
   bool registered_ = false;
   Status status_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
+  // The inline add's copy of each chunk's rseq fields (counter.h); null
+  // unless every chunk writes with rseq.
+  std::unique_ptr<FamilyAddTarget[]> add_targets_;
   std::unique_ptr<PerCpuPacketsBytes> pair_;
   // Degraded counters: one shared word per item.
   std::unique_ptr<Atomic<uint64_t>[]> spill_;
