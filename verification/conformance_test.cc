@@ -445,6 +445,45 @@ TEST_CASE("mutex: recursive_mutex may be relocked by its owner") {
   VERDICT(rl::test_result_success, Recursive);
 }
 
+// A destructor that takes a mutex (an object unregistering itself, as
+// PerThreadCounter does): thread 1 deletes the object while thread 0 may
+// hold the mutex. An execution abandoned (pruned, or failed elsewhere)
+// while thread 1 waits inside the destructor -- implicitly noexcept -- must
+// be dropped, not end the process in std::terminate (the checker unwinds
+// abandoned threads with an exception; Relacy, which switches fibers
+// away, has no such case). kBug: thread 0 asserts on a value it may see.
+struct Registered {
+  rl::mutex* m;
+  rl::atomic<int>* live;
+  ~Registered() {
+    m->lock($);
+    live->store(0, rl::mo_relaxed);
+    m->unlock($);
+  }
+};
+template <bool kBug>
+struct LockInDestructor : rl::test_suite<LockInDestructor<kBug>, 2> {
+  rl::mutex m;
+  rl::atomic<int> live{1};
+  Registered* r = nullptr;
+  void before() { r = new Registered{&m, &live}; }
+  void thread(unsigned i) {
+    if (i == 0) {
+      m.lock($);
+      const int v = live.load(rl::mo_relaxed);
+      m.unlock($);
+      if (kBug) RL_ASSERT(v == 1);
+    } else {
+      delete r;
+    }
+  }
+  void after() { RL_ASSERT(live.load(rl::mo_relaxed) == 0); }
+};
+TEST_CASE("mutex: a destructor waiting for a mutex in an abandoned run") {
+  VERDICT(rl::test_result_success, LockInDestructor<false>);
+  VERDICT(rl::test_result_user_assert_failed, LockInDestructor<true>);
+}
+
 // ------------------------------------------------- condition variables
 
 template <bool kCheckPredicate, bool kLoop>
