@@ -155,7 +155,26 @@ struct PerThreadState {
   PerThreadEntry* entries = nullptr;  // capacity elements
   uint32_t capacity = 0;
   std::vector<PerThreadEntry> storage;
+  bool listed = false;  // in its registry's list of states (registry mutex)
 };
+
+// The hot path of an add by the thread whose entry table is (entries,
+// capacity): true if the table holds a slot of the counter incarnation
+// (id, serial) and delta was added to it; false if the caller must take a
+// slot first (PerThreadRegistry::Attach).
+inline bool PerThreadTryAdd(const PerThreadEntry* entries, uint32_t capacity,
+                            uint32_t id, uint64_t serial, uint64_t delta) {
+  if (__builtin_expect(id < capacity, 1)) {
+    const PerThreadEntry& e = entries[id];
+    if (__builtin_expect(e.serial == serial, 1)) {
+      PerThreadOwnerAdd(e.slot->value, delta);
+      return true;
+    }
+  }
+  return false;
+}
+
+class PerThreadRegistry;  // primitives/internal/per_thread_registry.h
 
 // The calling thread's state (nullptr until its first Add()). Constant
 // initialization: no TLS guard on the hot path.
@@ -183,6 +202,14 @@ inline PerThreadTls& TlsPerThreadFast() {
 class PerThreadCounter {
  public:
   PerThreadCounter();
+  // A counter registered with `registry` instead of the process's: for
+  // model tests that own a registry per execution and add through
+  // PerThreadRegistry::Add with explicit thread states
+  // (primitives/internal/per_thread_registry.h). Add() works too (with the
+  // calling thread's own state), but such a registry has no thread-exit
+  // hook: that thread's slot stays owned, and summed, until the counter is
+  // destroyed. `registry` must outlive the counter.
+  explicit PerThreadCounter(internal::PerThreadRegistry& registry);
   ~PerThreadCounter();
   PerThreadCounter(const PerThreadCounter&) = delete;
   PerThreadCounter& operator=(const PerThreadCounter&) = delete;
@@ -197,12 +224,10 @@ class PerThreadCounter {
     }
 #endif
     const internal::PerThreadTls& t = internal::TlsPerThreadFast();
-    if (__builtin_expect(id_ < t.capacity, 1)) {
-      const internal::PerThreadEntry& e = t.entries[id_];
-      if (__builtin_expect(e.serial == serial_, 1)) {
-        internal::PerThreadOwnerAdd(e.slot->value, delta);
-        return;
-      }
+    if (__builtin_expect(internal::PerThreadTryAdd(t.entries, t.capacity, id_,
+                                                   serial_, delta),
+                         1)) {
+      return;
     }
     AddSlow(delta);
   }
@@ -219,17 +244,18 @@ class PerThreadCounter {
   uint64_t ExitedTotal() const;
 
  private:
-  friend struct PerThreadCounterAccess;
+  friend class internal::PerThreadRegistry;
   struct Chunk;
   static constexpr uint32_t kAliveMagic = 0x7e4d0a11u;
   static constexpr uint32_t kDeadMagic = 0xdead7e4du;
 
   [[gnu::noinline]] void AddSlow(uint64_t delta);
 
-  uint32_t id_;       // index into every thread's entries (reused)
+  internal::PerThreadRegistry* registry_;  // the process's, unless a test's
+  uint32_t id_;  // index into every thread's entries (reused)
   uint32_t magic_ = kAliveMagic;
-  uint64_t serial_;   // this incarnation (never reused)
-  SeqCount seq_;      // write sections: exit folds
+  uint64_t serial_;  // this incarnation (never reused)
+  SeqCount seq_;     // write sections: exit folds
   internal::Atomic<uint64_t> acc_{0};
   // Singly linked list of slot chunks, newest first; published with a
   // release store, never shrinks until destruction.

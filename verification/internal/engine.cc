@@ -630,8 +630,9 @@ void ThreadEntry() {
 // thread -- ends the runtime's handling of the exception and abandons the
 // thread's remaining frames (the frames inside the noexcept function were
 // unwound, the ones outside it are not: a resource they hold is not
-// released, but the heap model releases the execution's memory). Anything
-// else goes to the handler that was installed before the run.
+// released; memory they allocated is left allocated, as an abandoned
+// execution's is). Anything else goes to the handler that was installed
+// before the run.
 std::terminate_handler g_prev_terminate = nullptr;
 
 void AbandonOnTerminate() {
