@@ -47,6 +47,17 @@ void PerThreadRegistry::Register(PerThreadCounter* c) {
   records_[c->id_] = Record{c->serial_, c};
 }
 
+void PerThreadRegistry::ListLocked(PerThreadState* st) {
+  if (st->listed_in != nullptr) return;
+  states_.push_back(st);  // for a fork() child's reset
+  st->listed_in = this;
+}
+
+void PerThreadRegistry::List(PerThreadState* st) {
+  std::lock_guard<Mutex> lock(mu_);
+  ListLocked(st);
+}
+
 void PerThreadRegistry::Unregister(PerThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
   // From now on no exit fold touches c, and no thread's entry (c's serial)
@@ -59,10 +70,7 @@ void PerThreadRegistry::Unregister(PerThreadCounter* c) {
 PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
                                          PerThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
-  if (!st->listed) {
-    states_.push_back(st);  // for a fork() child's reset
-    st->listed = true;
-  }
+  ListLocked(st);
   if (c->id_ >= st->capacity) {
     const size_t n = std::max<size_t>(
         {size_t{c->id_} + 1, size_t{st->capacity} * 2, size_t{8}});
@@ -110,7 +118,8 @@ PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
 
 void PerThreadRegistry::Add(PerThreadCounter* c, PerThreadState* st,
                             uint64_t delta) {
-  if (PerThreadTryAdd(st->entries, st->capacity, c->id_, c->serial_, delta)) {
+  if (PerThreadTryAdd([st]() -> const PerThreadState& { return *st; },
+                      c->id_, c->serial_, delta)) {
     return;
   }
   PerThreadOwnerAdd(Attach(st, c)->value, delta);
@@ -130,13 +139,13 @@ void PerThreadRegistry::RetireLocked(PerThreadState* st) {
     }
     e = PerThreadEntry{};
   }
-  if (st->listed) {
+  if (st->listed_in == this) {
     auto it = std::find(states_.begin(), states_.end(), st);
     if (it != states_.end()) {
       *it = states_.back();
       states_.pop_back();
     }
-    st->listed = false;
+    st->listed_in = nullptr;
   }
 }
 
@@ -273,6 +282,9 @@ void PerThreadCounter::AddSlow(uint64_t delta) {
     internal::TlsPerThreadState() = st;
     GlobalRegistry& g = GetRegistry();
     if (g.key_ok) pthread_setspecific(g.key, st);
+    // Listed in the process's registry, whose exit hook and fork handler
+    // retire it, even if this first add is to a test registry's counter.
+    g.registry.List(st);
   }
   internal::PerThreadSlot* slot = registry_->Attach(st, this);
   // Attach may have grown the entry table: refresh the hot path's copy.

@@ -151,21 +151,32 @@ struct PerThreadEntry {
   PerThreadSlot* slot = nullptr;
 };
 
+class PerThreadRegistry;  // primitives/internal/per_thread_registry.h
+
 struct PerThreadState {
   PerThreadEntry* entries = nullptr;  // capacity elements
   uint32_t capacity = 0;
   std::vector<PerThreadEntry> storage;
-  bool listed = false;  // in its registry's list of states (registry mutex)
+  // The registry whose list of states holds this one (the first it was
+  // listed in; guarded by that registry's mutex). A thread's own state is
+  // listed in the process's registry when it is created.
+  const PerThreadRegistry* listed_in = nullptr;
 };
 
-// The hot path of an add by the thread whose entry table is (entries,
-// capacity): true if the table holds a slot of the counter incarnation
-// (id, serial) and delta was added to it; false if the caller must take a
-// slot first (PerThreadRegistry::Attach).
-inline bool PerThreadTryAdd(const PerThreadEntry* entries, uint32_t capacity,
-                            uint32_t id, uint64_t serial, uint64_t delta) {
-  if (__builtin_expect(id < capacity, 1)) {
-    const PerThreadEntry& e = entries[id];
+// The hot path of an add by the thread whose entry table table() returns
+// (a PerThreadTls or a PerThreadState: entries, capacity): true if the
+// table holds a slot of the counter incarnation (id, serial) and delta was
+// added to it; false if the caller must take a slot first
+// (PerThreadRegistry::Attach). The table comes from a callable, and id and
+// serial by reference, so that each is loaded only where a hand-written
+// hot path loads it: a TLS table passed as an argument makes GCC 12
+// materialize the thread pointer first (one instruction more per add).
+template <typename GetTable>
+inline bool PerThreadTryAdd(GetTable&& table, const uint32_t& id,
+                            const uint64_t& serial, uint64_t delta) {
+  const auto& t = table();
+  if (__builtin_expect(id < t.capacity, 1)) {
+    const PerThreadEntry& e = t.entries[id];
     if (__builtin_expect(e.serial == serial, 1)) {
       PerThreadOwnerAdd(e.slot->value, delta);
       return true;
@@ -173,8 +184,6 @@ inline bool PerThreadTryAdd(const PerThreadEntry* entries, uint32_t capacity,
   }
   return false;
 }
-
-class PerThreadRegistry;  // primitives/internal/per_thread_registry.h
 
 // The calling thread's state (nullptr until its first Add()). Constant
 // initialization: no TLS guard on the hot path.
@@ -223,10 +232,10 @@ class PerThreadCounter {
       return;
     }
 #endif
-    const internal::PerThreadTls& t = internal::TlsPerThreadFast();
-    if (__builtin_expect(internal::PerThreadTryAdd(t.entries, t.capacity, id_,
-                                                   serial_, delta),
-                         1)) {
+    if (__builtin_expect(
+            internal::PerThreadTryAdd(&internal::TlsPerThreadFast, id_,
+                                      serial_, delta),
+            1)) {
       return;
     }
     AddSlow(delta);

@@ -57,11 +57,16 @@ class PerThreadRegistry {
   void Register(PerThreadCounter* c);
   void Unregister(PerThreadCounter* c);
 
-  // The slow path of an add by the thread owning `st`: lists st (first
-  // call), grows its entry table to c's id, and takes a slot of c (a free
+  // The slow path of an add by the thread owning `st`: lists st (unless a
+  // registry lists it already), grows its entry table to c's id, and takes a slot of c (a free
   // one, or a new one from c's chunks) unless st's entry already holds one.
   // Returns the slot, which the caller then owns (its only writer).
   PerThreadSlot* Attach(PerThreadState* st, PerThreadCounter* c);
+
+  // Lists st (if no registry lists it yet), so that ForkChild can retire
+  // it. Attach does it too; the process's registry lists a thread's own
+  // state when AddSlow creates it.
+  void List(PerThreadState* st);
 
   // Add(delta) by the thread owning `st` to c: the counter's hot path
   // (PerThreadTryAdd) on st's entries, else Attach and add. What
@@ -72,7 +77,7 @@ class PerThreadRegistry {
 
   // A thread's exit: folds every slot of st whose counter is still alive
   // into that counter's accumulator, returns the slots for reuse, empties
-  // st and forgets it.
+  // st and, if this registry lists it, forgets it.
   void Retire(PerThreadState* st);
 
   // fork() handlers (per_thread.cc): Prepare takes mu_; Parent releases
@@ -94,6 +99,7 @@ class PerThreadRegistry {
   };
 
   // Precondition: mu_ held.
+  void ListLocked(PerThreadState* st);
   void RetireLocked(PerThreadState* st);
 
   Mutex mu_;
