@@ -479,9 +479,26 @@ struct LockInDestructor : rl::test_suite<LockInDestructor<kBug>, 2> {
   }
   void after() { RL_ASSERT(live.load(rl::mo_relaxed) == 0); }
 };
+// An RL_ASSERT that fails inside a destructor (implicitly noexcept): the
+// failing thread is stopped there with the same exception.
+struct Checked {
+  rl::atomic<int>* v;
+  ~Checked() { RL_ASSERT(v->load(rl::mo_relaxed) == 0); }
+};
+struct AssertInDestructor : rl::test_suite<AssertInDestructor, 2> {
+  rl::atomic<int> v{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      v.store(1, rl::mo_relaxed);
+    } else {
+      Checked c{&v};
+    }
+  }
+};
 TEST_CASE("mutex: a destructor waiting for a mutex in an abandoned run") {
   VERDICT(rl::test_result_success, LockInDestructor<false>);
   VERDICT(rl::test_result_user_assert_failed, LockInDestructor<true>);
+  VERDICT(rl::test_result_user_assert_failed, AssertInDestructor);
 }
 
 // ------------------------------------------------- condition variables
