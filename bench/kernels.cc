@@ -76,8 +76,8 @@ StatusOr<std::unique_ptr<FoldFixture>> FoldFixture::Create(int possible,
       PerCpuAllocator::Create(f->topo_.get());
   if (!alloc.ok()) return alloc.status();
   f->alloc_ = std::move(*alloc);
-  StatusOr<std::unique_ptr<PerCpuMib<kMibItems>>> mib =
-      PerCpuMib<kMibItems>::Create(*f->topo_, *f->alloc_);
+  StatusOr<std::unique_ptr<LcoreStats<kMibItems>>> mib =
+      LcoreStats<kMibItems>::Create(*f->topo_, *f->alloc_);
   if (!mib.ok()) return mib.status();
   f->mib_ = std::move(*mib);
   f->possible_ = possible;
@@ -216,11 +216,14 @@ StatusOr<std::unique_ptr<UpdateTargets>> UpdateTargets::Create() {
   }
   t->num_nodes_ = nodes > 0 ? nodes : 1;
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   StatusOr<std::unique_ptr<CpuSlotCounter>> slot =
       CpuSlotCounter::Create(t->num_cpus_);
+#pragma GCC diagnostic pop
   if (!slot.ok()) return slot.status();
   t->cpu_slot_ = std::move(*slot);
-  t->per_thread_.reset(new PerThreadCounter());
+  t->per_thread_.reset(new ThreadCounter());
   t->fallback_slots_.reset(new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
   t->floor_slots_.reset(new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
   t->nodes_.reset(new NodeStats[static_cast<size_t>(t->num_nodes_)]);
@@ -283,7 +286,7 @@ __attribute__((noinline)) void UpdateTargets::RunPlainThreadLocal(
 }
 
 __attribute__((noinline)) void UpdateTargets::RunPerCpuRseq(uint64_t iters) {
-  CpuSlotCounter& c = *cpu_slot_;
+  auto& c = *cpu_slot_;  // the deprecated CpuSlotCounter (see kernels.h)
   for (uint64_t i = 0; i < iters; ++i) {
     c.Add(1);
     CompilerBarrier();
@@ -291,7 +294,7 @@ __attribute__((noinline)) void UpdateTargets::RunPerCpuRseq(uint64_t iters) {
 }
 
 __attribute__((noinline)) void UpdateTargets::RunPerThread(uint64_t iters) {
-  PerThreadCounter& c = *per_thread_;
+  ThreadCounter& c = *per_thread_;
   for (uint64_t i = 0; i < iters; ++i) {
     c.Add(1);
     CompilerBarrier();
@@ -362,7 +365,7 @@ __attribute__((noinline)) void UpdateTargets::RunOvsNumaLocked(
 __attribute__((noinline)) void UpdateTargets::RunRelaxedTls(uint64_t iters) {
   for (uint64_t i = 0; i < iters; ++i) {
     // Relaxed load + store: the single-writer counter's cost floor without
-    // any lookup (what goal 4 compares PerThreadCounter::Add against).
+    // any lookup (what goal 4 compares ThreadCounter::Add against).
     g_relaxed_tls.store(g_relaxed_tls.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
     CompilerBarrier();

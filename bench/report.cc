@@ -638,7 +638,7 @@ Status RunFoldExperiments(const Sizes& sz, Report* rep) {
   r = Row();
   r.id = "1.online_vs_possible";
   r.experiment =
-      "fold: 192 possible / 32 online via PerCpuMib::Snapshot "
+      "fold: 192 possible / 32 online via LcoreStats::Snapshot "
       "(hotplug-consistent production read)";
   r.value = ratio("a_possible", "a_online");
   spread(r, "a_possible", "a_online");
@@ -1083,12 +1083,12 @@ Status RunUpdateExperiments(int rounds, double window_s, Report* rep) {
                ") cost / plain thread-local +=, 1 thread",
            K::kPerCpuRseq, K::kPlainThreadLocal, "-", GoalOp::kAtMost, 1.5);
   add_cost("4.per_thread_vs_relaxed_tls",
-           "per-thread add (PerThreadCounter::Add) cost / relaxed "
+           "per-thread add (ThreadCounter::Add) cost / relaxed "
            "thread-local atomic load+store, 1 thread",
            K::kPerThread, K::kRelaxedTls, "~5x (issue 14)", GoalOp::kAtMost,
            2.0);
   add_cost("4.per_thread_vs_plain_tls",
-           "per-thread add (PerThreadCounter::Add) cost / plain thread-local "
+           "per-thread add (ThreadCounter::Add) cost / plain thread-local "
            "+=, 1 thread",
            K::kPerThread, K::kPlainThreadLocal, "-", GoalOp::kNone, 0);
   add_ratio("4.percpu_vs_shared_atomic.t1",

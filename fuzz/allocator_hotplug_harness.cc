@@ -9,7 +9,7 @@
 //     h3  bits 0-1: unit_size = page << (bits % 3) (page if possible > 8);
 //         bits 2-4: which invalid unit_size Create must refuse first
 //     h4  max_total_bytes mode (h4 % 8), h5 its multiplier (see DecodeLimit)
-//     h6  bit 0: no PerCpuMib, bit 1: no PerCpuU64Mib
+//     h6  bit 0: no LcoreStats, bit 1: no PerCpuU64Mib
 //   then operations, one opcode byte (op % kNumOps) and its argument bytes,
 //   until the input ends or kMaxOps ran.
 //
@@ -18,7 +18,7 @@
 // requested and placed size, a stamp per CPU describing its expected bytes),
 // recently freed addresses, the chunks the allocator mapped (seen through an
 // interposed MemorySource, which also injects Map/Commit/Decommit failures),
-// the counters of one PerCpuMib and one PerCpuU64Mib (per-CPU slot, offline
+// the counters of one LcoreStats and one PerCpuU64Mib (per-CPU slot, offline
 // accumulator, overflow), and the allocator's statistics.
 #include "fuzz/allocator_hotplug_harness.h"
 
@@ -53,7 +53,7 @@ constexpr size_t kMaxOps = 3000;
 constexpr size_t kMaxLive = 400;
 constexpr size_t kFreedHistory = 64;
 
-using Mib = PerCpuMib<kMibItems>;
+using Mib = LcoreStats<kMibItems>;
 using U64Mib = PerCpuU64Mib<kMibItems>;
 
 enum Op : uint8_t {
@@ -591,21 +591,21 @@ void Harness::CheckMibs() {
     const auto want = mib_model_.Totals();
     std::array<uint64_t, kMibItems> got{};
     mib_->Snapshot(got);
-    FUZZ_CHECK(got == want, "PerCpuMib::Snapshot " + ArrayString(got) +
+    FUZZ_CHECK(got == want, "LcoreStats::Snapshot " + ArrayString(got) +
                                 ", model " + ArrayString(want));
     got.fill(0);
     mib_->SnapshotPresent(got);
-    FUZZ_CHECK(got == want, "PerCpuMib::SnapshotPresent " + ArrayString(got) +
+    FUZZ_CHECK(got == want, "LcoreStats::SnapshotPresent " + ArrayString(got) +
                                 ", model " + ArrayString(want));
     std::array<uint64_t, kMibItems> into{};
     into.fill(1);
     mib_->FoldInto(into.data());
     for (size_t i = 0; i < kMibItems; ++i) {
       FUZZ_CHECK(mib_->Read(i) == want[i],
-                 "PerCpuMib::Read(" + std::to_string(i) + ")");
-      FUZZ_CHECK(into[i] == want[i] + 1, "PerCpuMib::FoldInto");
+                 "LcoreStats::Read(" + std::to_string(i) + ")");
+      FUZZ_CHECK(into[i] == want[i] + 1, "LcoreStats::FoldInto");
       FUZZ_CHECK(mib_->accumulated(i) == mib_model_.acc[i],
-                 "PerCpuMib::accumulated(" + std::to_string(i) + ") " +
+                 "LcoreStats::accumulated(" + std::to_string(i) + ") " +
                      std::to_string(mib_->accumulated(i)) + ", model " +
                      std::to_string(mib_model_.acc[i]));
     }
@@ -614,7 +614,7 @@ void Harness::CheckMibs() {
       const auto& b = *mib_->blocks().on(cpu);
       for (size_t i = 0; i < kMibItems; ++i) {
         FUZZ_CHECK(b.items[i].Read() == mib_model_.slot[static_cast<size_t>(cpu)][i],
-                   "PerCpuMib block of CPU " + std::to_string(cpu) + " item " +
+                   "LcoreStats block of CPU " + std::to_string(cpu) + " item " +
                        std::to_string(i) + " is " +
                        std::to_string(b.items[i].Read()) + ", model " +
                        std::to_string(mib_model_.slot[static_cast<size_t>(cpu)][i]));
@@ -1070,12 +1070,12 @@ void Harness::DoMibAdd() {
       mib_->Add(cpu, item, delta);
     }
     mib_model_.slot[static_cast<size_t>(cpu)][item] += delta;
-    Trace("PerCpuMib::Add(" + std::to_string(cpu) + ", " + std::to_string(item) +
-          ", " + std::to_string(delta) + ")");
+    Trace("LcoreStats::Add(" + std::to_string(cpu) + ", " +
+          std::to_string(item) + ", " + std::to_string(delta) + ")");
     return;
   }
   const Status s = mib_->AddChecked(cpu, item, delta);
-  Trace("PerCpuMib::AddChecked(" + std::to_string(cpu) + ", " +
+  Trace("LcoreStats::AddChecked(" + std::to_string(cpu) + ", " +
         std::to_string(item) + ", " + std::to_string(delta) + ") -> " +
         s.ToString());
   StatusCode want = StatusCode::kOk;
@@ -1084,7 +1084,7 @@ void Harness::DoMibAdd() {
   } else if (!online) {
     want = StatusCode::kFailedPrecondition;
   }
-  FUZZ_CHECK(s.code() == want, "PerCpuMib::AddChecked(" + std::to_string(cpu) +
+  FUZZ_CHECK(s.code() == want, "LcoreStats::AddChecked(" + std::to_string(cpu) +
                                    ", " + std::to_string(item) + ") returned " +
                                    s.ToString() + ", want " + Code(want));
   if (want == StatusCode::kOk) {
@@ -1142,8 +1142,9 @@ bool Harness::CreateMib() {
     got = Got{(*r)->blocks().base_address(), (*r)->blocks().stride(),
               (*r)->blocks().num_cpus()};
   }
-  Trace("PerCpuMib::Create -> " + (r.ok() ? Hex(got.base) : r.status().ToString()));
-  CheckAllocation("PerCpuMib::Create", sizeof(Mib::Block), alignof(Mib::Block),
+  Trace("LcoreStats::Create -> " +
+        (r.ok() ? Hex(got.base) : r.status().ToString()));
+  CheckAllocation("LcoreStats::Create", sizeof(Mib::Block), alignof(Mib::Block),
                   r.ok() ? Status::Ok() : r.status(), got, before, true);
   if (failed()) return false;
   if (r.ok()) {

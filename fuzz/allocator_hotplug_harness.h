@@ -1,5 +1,5 @@
 // The allocator + hotplug fuzz harness: decodes a byte string into a
-// sequence of PerCpuAllocator, Topology, PerCpuMib and PerCpuU64Mib
+// sequence of PerCpuAllocator, Topology, LcoreStats and PerCpuU64Mib
 // operations on a simulated topology, runs them single-threaded, and checks
 // every result against a simple reference model (docs/percpu_alloc.md,
 // "Fuzzing").

@@ -3,7 +3,7 @@
 // a prebuilt library. The contract-check macro must change no layout, so
 // the two kinds of translation unit agree on every struct and interoperate
 // on the same objects. Before the fix SeqCount had its checker word in
-// debug builds only: PerCpuCounterSlot was 12 bytes here and 8 in the
+// debug builds only: ApproxCounterSlot was 12 bytes here and 8 in the
 // library, the debug inline flush wrote the neighbouring counter's delta,
 // and a false "two writers" contract violation fired.
 #include <atomic>
@@ -37,8 +37,8 @@ void CountViolation(const char*) { g_violations.fetch_add(1); }
 
 TEST_CASE("debug and release translation units agree on every layout") {
   CHECK(sizeof(SeqCount) == abi_mix::ReleaseSeqCountSize());
-  CHECK(sizeof(PerCpuCounterSlot) == abi_mix::ReleaseCounterSlotSize());
-  CHECK(alignof(PerCpuCounterSlot) == abi_mix::ReleaseCounterSlotAlign());
+  CHECK(sizeof(ApproxCounterSlot) == abi_mix::ReleaseCounterSlotSize());
+  CHECK(alignof(ApproxCounterSlot) == abi_mix::ReleaseCounterSlotAlign());
 }
 
 TEST_CASE("debug writers on counters created by a release library") {
@@ -52,9 +52,9 @@ TEST_CASE("debug writers on counters created by a release library") {
     // Created (and slot-sized) by the release percpu_counter.cc; adjacent
     // slots in the allocator's units.
     constexpr int32_t kBatch = 4;
-    std::unique_ptr<PerCpuCounter> c[3];
+    std::unique_ptr<ApproxCounter> c[3];
     for (auto& p : c) {
-      auto made = PerCpuCounter::Create(**topo, **alloc, 0, kBatch);
+      auto made = ApproxCounter::Create(**topo, **alloc, 0, kBatch);
       REQUIRE(made.ok());
       p = std::move(*made);
     }

@@ -62,9 +62,16 @@ uint64_t CpuSlots::Sum() const {
   return total;
 }
 
+// The deprecated CpuSlotCounter's own definitions name it: no warning for
+// them (users of the type still get one).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 CpuSlotCounter::CpuSlotCounter(int num_cpus)
     : n_(static_cast<uint32_t>(num_cpus)),
-      slots_(new Slot[static_cast<size_t>(num_cpus)]) {}
+      rseq_n_(CurrentWriterMode() == WriterMode::kRseq ? n_ : 0),
+      slots_(new Slot[static_cast<size_t>(num_cpus)]),
+      base_(reinterpret_cast<uintptr_t>(slots_.get())) {}
 
 CpuSlotCounter::~CpuSlotCounter() { magic_ = kDeadMagic; }
 
@@ -79,6 +86,16 @@ StatusOr<std::unique_ptr<CpuSlotCounter>> CpuSlotCounter::Create(
   // the environment).
   (void)CurrentWriterMode();
   return std::unique_ptr<CpuSlotCounter>(new CpuSlotCounter(num_cpus));
+}
+
+void CpuSlotCounter::AddSlow(uint64_t delta) {
+  // rseq_n_ != 0: mode kRseq, and the sequence found the CPU id out of
+  // range (nothing was written). Otherwise the mode is the fallback: its
+  // atomic RMW, with its own out-of-range case.
+  const uint32_t cpu =
+      rseq_n_ != 0 ? n_
+                   : internal::FallbackAddU64(base_, sizeof(Slot), n_, delta);
+  if (cpu >= n_) AddOverflow(delta);
 }
 
 void CpuSlotCounter::AddOverflow(uint64_t delta) {
@@ -128,5 +145,7 @@ CpuSlots CpuSlotCounter::slots() const {
   if (r.ok()) s = *r;
   return s;
 }
+
+#pragma GCC diagnostic pop
 
 }  // namespace percpu

@@ -6,8 +6,12 @@
 //                    base + c * stride bytes (CPU-major, e.g. a PerCpuPtr's
 //                    units or a cache-line-strided array). TryAddThisCpu()
 //                    is the raw hot path, AddThisCpu() the checked one.
-//   CpuSlotCounter   an owning per-CPU u64 counter: one 64-byte slot per
-//                    possible CPU plus an overflow slot, Add() never fails.
+//   CpuSlotCounter   DEPRECATED (removed in 0.3): an owning per-CPU u64
+//                    counter, one 64-byte slot per possible CPU plus an
+//                    overflow slot, Add() never fails. "A u64 on this CPU"
+//                    is Counter (counter.h), or PerCpuU64 (percpu_stats.h)
+//                    for an explicit Topology/PerCpuAllocator: both are
+//                    hotplug-aware and async-signal-safe too.
 //
 // How a slot is written depends on the process-wide WriterMode (rseq.h):
 //   * kRseq: a restartable sequence reads the CPU id from the rseq area and
@@ -132,8 +136,11 @@ class CpuSlots {
   uint32_t n_ = 0;
 };
 
-// An owning per-CPU 64-bit counter, one cache line per CPU.
-class CpuSlotCounter {
+// An owning per-CPU 64-bit counter, one cache line per CPU. Deprecated:
+// use Counter, or PerCpuU64 for an explicit topology (see the top).
+class [[deprecated(
+    "use Counter, or PerCpuU64 for an explicit topology; removed in "
+    "0.3")]] CpuSlotCounter {
  public:
   // num_cpus: the number of possible CPUs (Topology::num_possible()), in
   // [1, 65536].
@@ -150,9 +157,17 @@ class CpuSlotCounter {
 #if PERCPU_CONTRACT_CHECKS
     CheckAlive("CpuSlotCounter::Add");
 #endif
-    const uint32_t cpu = internal::AddThisCpuU64(
-        reinterpret_cast<uintptr_t>(slots_.get()), sizeof(Slot), n_, delta);
-    if (__builtin_expect(cpu >= n_, 0)) AddOverflow(delta);
+#if PERCPU_HAVE_RSEQ_ASM
+    // rseq_n_ is n_ in mode kRseq and 0 otherwise (the mode never changes
+    // once chosen, and Create() chose it): one compare is both the mode test
+    // and the bound check; everything else leaves through AddSlow().
+    if (__builtin_expect(
+            internal::RseqTryAddU64Shift<kSlotShift>(base_, rseq_n_, delta),
+            1)) {
+      return;
+    }
+#endif
+    AddSlow(delta);
   }
   void Inc() { Add(1); }
 
@@ -168,10 +183,14 @@ class CpuSlotCounter {
   CpuSlots slots() const;
 
  private:
+  static constexpr int kSlotShift = 6;
   struct alignas(64) Slot {
     internal::Atomic<uint64_t> value{0};
   };
+  static_assert(sizeof(Slot) == size_t{1} << kSlotShift, "slot stride");
   explicit CpuSlotCounter(int num_cpus);
+  // Not rseq mode, or an out-of-range CPU id in rseq mode.
+  [[gnu::noinline]] void AddSlow(uint64_t delta);
   void AddOverflow(uint64_t delta);
   void CheckAlive(const char* op) const;
 
@@ -179,8 +198,11 @@ class CpuSlotCounter {
   static constexpr uint32_t kDeadMagic = 0xdeadc0deu;
 
   uint32_t n_;
-  uint32_t magic_ = kAliveMagic;
+  // n_ when the process's writer mode is kRseq, else 0 (no rseq write).
+  uint32_t rseq_n_;
   std::unique_ptr<Slot[]> slots_;
+  uintptr_t base_;  // slots_.get(), as the sequence's operand
+  uint32_t magic_ = kAliveMagic;
   Slot overflow_;
 };
 

@@ -32,7 +32,7 @@
 // Which CPUs to fold. The routines fold exactly the set they are given; a
 // set is any object with `template <F> void ForEach(F&&) const` calling
 // f(int cpu) (CpuMask, OnlineCpus, PresentCpus, PossibleCpusBaseline).
-//   * Hotplug-aware objects (PerCpuMib, PerCpuCounter) fold ONLINE CPUs plus
+//   * Hotplug-aware objects (LcoreStats, ApproxCounter) fold ONLINE CPUs plus
 //     their offline accumulator, inside a Topology::hotplug_seq() read
 //     section: a dying CPU's counts are moved into the accumulator by a fold
 //     callback in the same write section that clears its online bit (see

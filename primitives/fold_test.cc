@@ -148,7 +148,7 @@ TEST_CASE("folds and MIB reads never touch the heap") {
   constexpr size_t kN = 2 * kFoldChunk + 1;
   auto p = env.alloc->Allocate<U64StatMib<kN>>();
   REQUIRE(p.ok());
-  auto mib = PerCpuMib<kN>::Create(*env.topo, *env.alloc);
+  auto mib = LcoreStats<kN>::Create(*env.topo, *env.alloc);
   REQUIRE(mib.ok());
   (*mib)->Add(3, 4, 5);
   std::array<uint64_t, kN> out{};
@@ -171,11 +171,11 @@ TEST_CASE("folds and MIB reads never touch the heap") {
   CHECK(env.alloc->Free(*p).ok());
 }
 
-TEST_CASE("PerCpuMib: add, read, checked errors") {
+TEST_CASE("LcoreStats: add, read, checked errors") {
   Env env = MakeEnv(8, 6, 4);
-  auto m = PerCpuMib<3>::Create(*env.topo, *env.alloc);
+  auto m = LcoreStats<3>::Create(*env.topo, *env.alloc);
   REQUIRE(m.ok());
-  PerCpuMib<3>& mib = **m;
+  LcoreStats<3>& mib = **m;
   mib.Add(0, 0, 10);
   mib.Inc(1, 0);
   mib.Add(3, 2, uint64_t{1} << 40);
@@ -195,12 +195,12 @@ TEST_CASE("PerCpuMib: add, read, checked errors") {
   CHECK(mib.Read(1) == 4);
 }
 
-TEST_CASE("PerCpuMib: offline/online cycles lose and double nothing") {
+TEST_CASE("LcoreStats: offline/online cycles lose and double nothing") {
   Env env = MakeEnv(8, 8, 8);
   constexpr size_t kN = 4;
-  auto m = PerCpuMib<kN>::Create(*env.topo, *env.alloc);
+  auto m = LcoreStats<kN>::Create(*env.topo, *env.alloc);
   REQUIRE(m.ok());
-  PerCpuMib<kN>& mib = **m;
+  LcoreStats<kN>& mib = **m;
   std::array<uint64_t, kN> want{};
   for (int round = 0; round < 20; ++round) {
     env.topo->ForEachOnline([&](int cpu) {
@@ -231,11 +231,11 @@ TEST_CASE("PerCpuMib: offline/online cycles lose and double nothing") {
   CHECK(acc_total > 0);
 }
 
-TEST_CASE("PerCpuMib survives hot-remove and hot-add of a CPU") {
+TEST_CASE("LcoreStats survives hot-remove and hot-add of a CPU") {
   Env env = MakeEnv(8, 8, 8);
-  auto m = PerCpuMib<2>::Create(*env.topo, *env.alloc);
+  auto m = LcoreStats<2>::Create(*env.topo, *env.alloc);
   REQUIRE(m.ok());
-  PerCpuMib<2>& mib = **m;
+  LcoreStats<2>& mib = **m;
   mib.Add(6, 1, 100);
   REQUIRE(env.topo->Offline(6).ok());
   REQUIRE(env.topo->SetAbsent(6).ok());   // the allocator releases its units
@@ -246,10 +246,10 @@ TEST_CASE("PerCpuMib survives hot-remove and hot-add of a CPU") {
   CHECK(mib.Read(1) == 101);
 }
 
-TEST_CASE("a destroyed PerCpuMib is no longer called back") {
+TEST_CASE("a destroyed LcoreStats is no longer called back") {
   Env env = MakeEnv(4, 4, 4);
   {
-    auto m = PerCpuMib<2>::Create(*env.topo, *env.alloc);
+    auto m = LcoreStats<2>::Create(*env.topo, *env.alloc);
     REQUIRE(m.ok());
     (*m)->Add(2, 0, 1);
   }
@@ -266,9 +266,9 @@ TEST_CASE("reader racing offline/online never sees totals go backwards") {
   constexpr int kCpus = 4;
   constexpr size_t kN = 3;
   Env env = MakeEnv(kCpus, kCpus, kCpus);
-  auto m = PerCpuMib<kN>::Create(*env.topo, *env.alloc);
+  auto m = LcoreStats<kN>::Create(*env.topo, *env.alloc);
   REQUIRE(m.ok());
-  PerCpuMib<kN>& mib = **m;
+  LcoreStats<kN>& mib = **m;
 
   struct Ctl {
     std::atomic<bool> pause_req{false};
@@ -369,7 +369,7 @@ TEST_CASE("objects created and destroyed while hotplug events happen") {
     }
   });
   for (int round = 0; round < 300; ++round) {
-    auto m = PerCpuMib<2>::Create(*env.topo, *env.alloc);
+    auto m = LcoreStats<2>::Create(*env.topo, *env.alloc);
     REQUIRE(m.ok());
     std::array<uint64_t, 2> snap{};
     (*m)->Snapshot(snap);
@@ -388,12 +388,12 @@ TEST_CASE("objects created and destroyed while hotplug events happen") {
 namespace percpu {
 namespace {
 
-// Issue 12 item 4 for PerCpuMib: Add(sched_getcpu(), ...) from 4 threads is
+// Issue 12 item 4 for LcoreStats: Add(sched_getcpu(), ...) from 4 threads is
 // exact (claimed add or the shared counter), and tokens are exclusive.
-TEST_CASE("PerCpuMib: Add(sched_getcpu(), ...) from 4 threads is exact") {
+TEST_CASE("LcoreStats: Add(sched_getcpu(), ...) from 4 threads is exact") {
   const int n = std::max(64, static_cast<int>(std::thread::hardware_concurrency()));
   testing::Env env = testing::MakeEnv(n, n, n);
-  auto mib = std::move(*PerCpuMib<2>::Create(*env.topo, *env.alloc));
+  auto mib = std::move(*LcoreStats<2>::Create(*env.topo, *env.alloc));
   std::vector<std::thread> ts;
   for (int t = 0; t < 4; ++t) {
     ts.emplace_back([&] {
@@ -405,9 +405,9 @@ TEST_CASE("PerCpuMib: Add(sched_getcpu(), ...) from 4 threads is exact") {
   CHECK(mib->Read(0) == 0);
 }
 
-TEST_CASE("PerCpuMib: WriterToken is exclusive, refused offline, reported") {
+TEST_CASE("LcoreStats: WriterToken is exclusive, refused offline, reported") {
   testing::Env env = testing::MakeEnv(4, 4, 4);
-  auto mib = std::move(*PerCpuMib<2>::Create(*env.topo, *env.alloc));
+  auto mib = std::move(*LcoreStats<2>::Create(*env.topo, *env.alloc));
   auto w = mib->AcquireWriter(2);
   REQUIRE(w.ok());
   CHECK(mib->AcquireWriter(2).status().code() ==
@@ -425,7 +425,7 @@ TEST_CASE("PerCpuMib: WriterToken is exclusive, refused offline, reported") {
   CHECK(mib->Read(0) == 7);
   REQUIRE(env.topo->Offline(3).ok());
   CHECK(mib->AcquireWriter(3).status().message() ==
-        "PerCpuMib::AcquireWriter: cpu 3 is offline");
+        "LcoreStats::AcquireWriter: cpu 3 is offline");
   mib->Add(3, 1, 4);  // offline: shared counter
   CHECK(mib->Read(1) == 4);
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "primitives/internal/fake_sysfs.h"
 #include "primitives/percpu_alloc.h"
 #include "primitives/percpu_pair.h"
 #include "primitives/percpu_stats.h"
@@ -37,42 +38,13 @@
 namespace percpu {
 namespace {
 
+using testing::FakeSysfs;
+
 #if defined(PERCPU_TEST_FORCE_FALLBACK_ENV)
 // Runs before main(), hence before any CurrentWriterMode() call.
 const bool g_forced = [] { return setenv("PERCPU_RSEQ", "0", 1) == 0; }();
 #endif
 
-// A sysfs-like folder the test rewrites.
-class LagFolder {
- public:
-  LagFolder() {
-    char tmpl[] = "/tmp/percpu_lag_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    dir_ = d;
-  }
-  ~LagFolder() {
-    for (const char* f : {"possible", "present", "online"}) {
-      std::remove((dir_ + "/" + f).c_str());
-    }
-    rmdir(dir_.c_str());
-  }
-  void Write(const std::string& possible, const std::string& present,
-             const std::string& online) {
-    WriteFile("possible", possible);
-    WriteFile("present", present);
-    WriteFile("online", online);
-  }
-  void WriteFile(const char* name, const std::string& text) {
-    std::ofstream out(dir_ + "/" + name, std::ios::trunc);
-    out << text << "\n";
-    REQUIRE(out.good());
-  }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
 
 // A real CPU this process may run on (the highest allowed), and another id
 // for the folder's "other" CPU (need not be real).
@@ -116,9 +88,9 @@ bool ExpectRseqObjects() {
 
 TEST_CASE("lagging sysfs: hot-add of the CPU a writer runs on loses nothing") {
   const Cpus cpus = PickCpus();
-  LagFolder folder;
+  FakeSysfs folder;
   // The kernel already runs the writer's CPU; the folder does not list it.
-  folder.Write(Range(cpus.possible), Ids(cpus.other), Ids(cpus.other));
+  folder.WriteAll(Range(cpus.possible), Ids(cpus.other), Ids(cpus.other));
   auto topo = std::move(*Topology::FromSysfs(folder.dir()));
   auto alloc = std::move(*PerCpuAllocator::Create(topo.get()));
   auto c = std::move(*PerCpuU64::Create(*topo, *alloc));
@@ -145,7 +117,7 @@ TEST_CASE("lagging sysfs: hot-add of the CPU a writer runs on loses nothing") {
   CHECK(pair->Sum().packets == kAdds);
   CHECK(pair->Sum().bytes == 3 * kAdds);
   // The folder catches up: kPresent, kOnline. Nothing is discarded.
-  folder.Write(Range(cpus.possible), Ids(cpus.other, cpus.writer),
+  folder.WriteAll(Range(cpus.possible), Ids(cpus.other, cpus.writer),
                Ids(cpus.other, cpus.writer));
   REQUIRE(topo->Rescan().ok());
   CHECK(c->Sum() == kAdds);
@@ -162,9 +134,9 @@ TEST_CASE("lagging sysfs: hot-add of the CPU a writer runs on loses nothing") {
 // writer runs on while the writer adds and a reader checks monotonicity.
 void Churn(bool remove, int cycles) {
   const Cpus cpus = PickCpus();
-  LagFolder folder;
+  FakeSysfs folder;
   const std::string both = Ids(cpus.other, cpus.writer);
-  folder.Write(Range(cpus.possible), both, both);
+  folder.WriteAll(Range(cpus.possible), both, both);
   auto topo = std::move(*Topology::FromSysfs(folder.dir()));
   auto alloc = std::move(*PerCpuAllocator::Create(topo.get()));
   auto c = std::move(*PerCpuU64::Create(*topo, *alloc));
@@ -201,11 +173,11 @@ void Churn(bool remove, int cycles) {
   });
   const std::string only = Ids(cpus.other);
   for (int i = 0; i < cycles; ++i) {
-    folder.WriteFile("online", only);
-    if (remove) folder.WriteFile("present", only);
+    folder.Write("online", only);
+    if (remove) folder.Write("present", only);
     REQUIRE(topo->Rescan().ok());
-    if (remove) folder.WriteFile("present", both);
-    folder.WriteFile("online", both);
+    if (remove) folder.Write("present", both);
+    folder.Write("online", both);
     REQUIRE(topo->Rescan().ok());
   }
   stop.store(true);

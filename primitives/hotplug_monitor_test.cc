@@ -17,48 +17,16 @@
 #include <thread>
 
 #include "doctest/doctest.h"
+#include "primitives/internal/fake_sysfs.h"
 
 namespace percpu {
 namespace {
 
 using internal::CpuUeventAction;
+using testing::FakeSysfs;
 using internal::ParseCpuUevent;
 using std::chrono::milliseconds;
 
-class FakeSysfs {
- public:
-  FakeSysfs() {
-    char tmpl[] = "/tmp/percpu_mon_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    dir_ = d;
-  }
-  ~FakeSysfs() {
-    for (const char* f : {"possible", "present", "online"}) {
-      std::remove((dir_ + "/" + f).c_str());
-    }
-    rmdir(dir_.c_str());
-  }
-  void Write(const char* file, const std::string& text) {
-    const std::string tmp = dir_ + "/." + file + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << text;
-    }
-    // Atomic replace: the monitor never reads a half-written file.
-    REQUIRE(std::rename(tmp.c_str(), (dir_ + "/" + file).c_str()) == 0);
-  }
-  void Remove(const char* file) { std::remove((dir_ + "/" + file).c_str()); }
-  void WriteAll(const char* possible, const char* present, const char* online) {
-    Write("possible", possible);
-    Write("present", present);
-    Write("online", online);
-  }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
 
 // Waits up to 10 s for pred(); returns its last value.
 template <typename Pred>

@@ -1,6 +1,7 @@
-// LazyFlowStats: per-flow packet statistics whose per-CPU slots are
+// FlowStats: per-flow packet statistics whose per-CPU slots are
 // allocated lazily, on a CPU's first write (the Open vSwitch datapath's
-// sw_flow stats scheme, our own code).
+// sw_flow stats scheme, our own code). Formerly LazyFlowStats, now a
+// deprecated alias (removed in 0.3).
 //
 // A flow table may hold millions of flows, most of them touched by one or two
 // CPUs. Allocating a full per-CPU object per flow would cost num_possible
@@ -55,7 +56,7 @@
 namespace percpu {
 
 // One per-CPU slot. Cache-line aligned so two CPUs' slots never share a line.
-struct alignas(64) LazyFlowStatsSlot {
+struct alignas(64) FlowStatsSlot {
   internal::Atomic<uint64_t> packets{0};
   internal::Atomic<uint64_t> bytes{0};
   internal::Atomic<uint64_t> used{0};       // last-use timestamp (max)
@@ -97,9 +98,9 @@ struct LazySlotAllocator {
 namespace internal {
 
 // The publication orders of the correct recipe. Only the model checker's
-// mutation tests instantiate BasicLazyFlowStats with anything else, to prove
+// mutation tests instantiate BasicFlowStats with anything else, to prove
 // that the checker catches a weakened variant of this very source.
-struct LazyFlowStatsRecipe {
+struct FlowStatsRecipe {
   // Publish(): the slot pointer, then the allocated bit. Either release
   // alone orders the slot's construction before a reader of ForEachAllocated
   // (which acquires both); both are kept so each load pairs on its own.
@@ -116,58 +117,58 @@ struct LazyFlowStatsRecipe {
 
 }  // namespace internal
 
-template <typename Recipe = internal::LazyFlowStatsRecipe>
-class BasicLazyFlowStats {
+template <typename Recipe = internal::FlowStatsRecipe>
+class BasicFlowStats {
  public:
   // Creates the stats of one flow for CPUs 0..num_possible-1 and allocates
   // slot 0. Fails with InvalidArgument for num_possible outside [1, 8192],
   // ResourceExhausted if slot 0 cannot be allocated.
-  static StatusOr<std::unique_ptr<BasicLazyFlowStats>> Create(
+  static StatusOr<std::unique_ptr<BasicFlowStats>> Create(
       int num_possible,
       LazySlotAllocator allocator = LazySlotAllocator::Default()) {
     if (num_possible < 1 || num_possible > kMaxPossible) {
-      return InvalidArgumentError("LazyFlowStats::Create: num_possible " +
+      return InvalidArgumentError("FlowStats::Create: num_possible " +
                                   std::to_string(num_possible) +
                                   " is not in [1, " +
                                   std::to_string(kMaxPossible) + "]");
     }
     if (allocator.allocate == nullptr || allocator.free == nullptr) {
       return InvalidArgumentError(
-          "LazyFlowStats::Create: allocator has a null function");
+          "FlowStats::Create: allocator has a null function");
     }
-    std::unique_ptr<BasicLazyFlowStats> stats(
-        new (std::nothrow) BasicLazyFlowStats(num_possible, allocator));
+    std::unique_ptr<BasicFlowStats> stats(
+        new (std::nothrow) BasicFlowStats(num_possible, allocator));
     if (stats == nullptr || stats->slots_ == nullptr ||
         stats->allocated_ == nullptr) {
       return ResourceExhaustedError(
-          "LazyFlowStats::Create: out of memory for " +
+          "FlowStats::Create: out of memory for " +
           std::to_string(num_possible) + " slot pointers");
     }
-    LazyFlowStatsSlot* slot0 = stats->NewSlot(0);
+    FlowStatsSlot* slot0 = stats->NewSlot(0);
     if (slot0 == nullptr) {
       return ResourceExhaustedError(
-          "LazyFlowStats::Create: cannot allocate slot 0");
+          "FlowStats::Create: cannot allocate slot 0");
     }
     stats->Publish(0, slot0);
     return stats;
   }
 
-  ~BasicLazyFlowStats() {
+  ~BasicFlowStats() {
     if (slots_ != nullptr) {
       for (int cpu = 0; cpu < num_possible_; ++cpu) {
         // Relaxed suffices: the caller guarantees no concurrent access.
-        LazyFlowStatsSlot* s = slots_[cpu].load(std::memory_order_relaxed);
+        FlowStatsSlot* s = slots_[cpu].load(std::memory_order_relaxed);
         if (s != nullptr) {
-          s->~LazyFlowStatsSlot();
-          allocator_.free(allocator_.ctx, s, sizeof(LazyFlowStatsSlot),
-                          alignof(LazyFlowStatsSlot));
+          s->~FlowStatsSlot();
+          allocator_.free(allocator_.ctx, s, sizeof(FlowStatsSlot),
+                          alignof(FlowStatsSlot));
         }
       }
     }
   }
 
-  BasicLazyFlowStats(const BasicLazyFlowStats&) = delete;
-  BasicLazyFlowStats& operator=(const BasicLazyFlowStats&) = delete;
+  BasicFlowStats(const BasicFlowStats&) = delete;
+  BasicFlowStats& operator=(const BasicFlowStats&) = delete;
 
   int num_possible() const { return num_possible_; }
 
@@ -181,12 +182,12 @@ class BasicLazyFlowStats {
     if (cpu < 0 || cpu >= num_possible_) {
 #if PERCPU_CONTRACT_CHECKS
       internal::ReportContractViolation(
-          "LazyFlowStats::Update: cpu id out of range");
+          "FlowStats::Update: cpu id out of range");
 #endif
       cpu = 0;
     }
     if (cpu != 0) {
-      LazyFlowStatsSlot* s = SlotOf(cpu);
+      FlowStatsSlot* s = SlotOf(cpu);
       if (s != nullptr) {
         uint32_t expected = 0;
         // Acquire: pairs with the previous owner's release store below, so
@@ -216,7 +217,7 @@ class BasicLazyFlowStats {
   Status UpdateChecked(int cpu, uint64_t bytes, uint64_t now,
                        uint32_t tcp_flags) {
     if (cpu < 0 || cpu >= num_possible_) {
-      return OutOfRangeError("LazyFlowStats::Update: cpu " +
+      return OutOfRangeError("FlowStats::Update: cpu " +
                              std::to_string(cpu) + " is not in [0, " +
                              std::to_string(num_possible_) + ")");
     }
@@ -228,7 +229,7 @@ class BasicLazyFlowStats {
   // is set in the allocated bitmap.
   FlowStatsValues Read() const {
     FlowStatsValues v;
-    ForEachAllocated([&](int, const LazyFlowStatsSlot& s) {
+    ForEachAllocated([&](int, const FlowStatsSlot& s) {
       // Relaxed suffices: the slot's initialization is ordered by the
       // acquire loads in ForEachAllocated(); the counters publish nothing.
       v.packets += s.packets.load(std::memory_order_relaxed);
@@ -250,7 +251,7 @@ class BasicLazyFlowStats {
   // Number of CPUs with a slot (slot 0 included).
   int AllocatedCount() const {
     int n = 0;
-    ForEachAllocated([&](int, const LazyFlowStatsSlot&) { ++n; });
+    ForEachAllocated([&](int, const FlowStatsSlot&) { ++n; });
     return n;
   }
 
@@ -275,7 +276,7 @@ class BasicLazyFlowStats {
         const int cpu = w * 64 + bit;
         // Acquire: the slot's initialization is visible.
         // Pairs with: release store of slots_[cpu] in Publish().
-        const LazyFlowStatsSlot* s = slots_[cpu].load(Recipe::kSlotLoad);  // Pairs with: Publish().
+        const FlowStatsSlot* s = slots_[cpu].load(Recipe::kSlotLoad);  // Pairs with: Publish().
         if (s != nullptr) f(cpu, *s);
       }
     }
@@ -286,10 +287,10 @@ class BasicLazyFlowStats {
   static constexpr int kMaxPossible = 8192;
   static int Words(int n) { return (n + 63) / 64; }
 
-  BasicLazyFlowStats(int num_possible, LazySlotAllocator allocator)
+  BasicFlowStats(int num_possible, LazySlotAllocator allocator)
       : num_possible_(num_possible), allocator_(allocator) {
     slots_.reset(new (std::nothrow)
-                     internal::Atomic<LazyFlowStatsSlot*>[num_possible]);
+                     internal::Atomic<FlowStatsSlot*>[num_possible]);
     allocated_.reset(new (std::nothrow)
                          internal::Atomic<uint64_t>[Words(num_possible)]);
     if (slots_ != nullptr) {
@@ -306,40 +307,40 @@ class BasicLazyFlowStats {
     }
   }
 
-  LazyFlowStatsSlot* NewSlot(int cpu) {
-    void* p = allocator_.allocate(allocator_.ctx, sizeof(LazyFlowStatsSlot),
-                                  alignof(LazyFlowStatsSlot), cpu);
+  FlowStatsSlot* NewSlot(int cpu) {
+    void* p = allocator_.allocate(allocator_.ctx, sizeof(FlowStatsSlot),
+                                  alignof(FlowStatsSlot), cpu);
     if (p == nullptr) return nullptr;
-    return new (p) LazyFlowStatsSlot();  // all counters explicitly zero
+    return new (p) FlowStatsSlot();  // all counters explicitly zero
   }
 
   // cpu's slot, allocated and published on first use; nullptr if the
   // allocation failed. Two first writers of one id may race: the CAS picks
   // one slot, the loser frees its own.
-  LazyFlowStatsSlot* SlotOf(int cpu) {
+  FlowStatsSlot* SlotOf(int cpu) {
     // Acquire: another thread may have published the slot; its
     // initialization must be visible before this thread writes it.
     // Pairs with: the release CAS/store of slots_[cpu] in Publish().
-    LazyFlowStatsSlot* s = slots_[cpu].load(Recipe::kSlotLoad);  // Pairs with: Publish().
+    FlowStatsSlot* s = slots_[cpu].load(Recipe::kSlotLoad);  // Pairs with: Publish().
     if (s != nullptr) return s;
     s = NewSlot(cpu);
     if (s == nullptr) return nullptr;
-    LazyFlowStatsSlot* expected = nullptr;
+    FlowStatsSlot* expected = nullptr;
     // Release on success: as Publish(). Acquire on failure: the winner's
     // initialization is visible. Pairs with: ForEachAllocated()/SlotOf()
     // acquire loads, and the winner's release CAS.
     if (!slots_[cpu].compare_exchange_strong(expected, s, Recipe::kSlotStore,  // Pairs with: ForEachAllocated()/SlotOf().
                                              std::memory_order_acquire)) {  // Pairs with: the winner's release CAS.
-      s->~LazyFlowStatsSlot();
-      allocator_.free(allocator_.ctx, s, sizeof(LazyFlowStatsSlot),
-                      alignof(LazyFlowStatsSlot));
+      s->~FlowStatsSlot();
+      allocator_.free(allocator_.ctx, s, sizeof(FlowStatsSlot),
+                      alignof(FlowStatsSlot));
       return expected;
     }
     SetAllocatedBit(cpu);
     return s;
   }
 
-  void Publish(int cpu, LazyFlowStatsSlot* s) {
+  void Publish(int cpu, FlowStatsSlot* s) {
     // Release: the slot's zero-initialization happens-before any reader that
     // sees the pointer. Pairs with: acquire loads of slots_ in
     // ForEachAllocated() and HasSlot().
@@ -353,7 +354,7 @@ class BasicLazyFlowStats {
     allocated_[cpu / 64].fetch_or(uint64_t{1} << (cpu % 64), Recipe::kBitmapRmw);  // Pairs with: ForEachAllocated().
   }
 
-  static void UpdateOwnSlot(LazyFlowStatsSlot& s, uint64_t bytes,
+  static void UpdateOwnSlot(FlowStatsSlot& s, uint64_t bytes,
                             uint64_t now, uint32_t tcp_flags) {
     // Relaxed load + store suffice: slot c > 0 has a single writer at a
     // time (the claim in Update), which sees the previous owner's stores
@@ -369,7 +370,7 @@ class BasicLazyFlowStats {
                       std::memory_order_relaxed);
   }
 
-  static void UpdateSharedSlot(LazyFlowStatsSlot& s, uint64_t bytes,
+  static void UpdateSharedSlot(FlowStatsSlot& s, uint64_t bytes,
                                uint64_t now, uint32_t tcp_flags) {
     // Relaxed RMWs suffice: slot 0 has several writers, and atomicity alone
     // keeps their increments; the counters publish nothing.
@@ -385,17 +386,21 @@ class BasicLazyFlowStats {
 
   const int num_possible_;
   const LazySlotAllocator allocator_;
-  std::unique_ptr<internal::Atomic<LazyFlowStatsSlot*>[]> slots_;
+  std::unique_ptr<internal::Atomic<FlowStatsSlot*>[]> slots_;
   std::unique_ptr<internal::Atomic<uint64_t>[]> allocated_;
   internal::Atomic<uint64_t> fallback_updates_{0};
 };
 
 // The production type: the correct publication orders.
-using LazyFlowStats = BasicLazyFlowStats<>;
+using FlowStats = BasicFlowStats<>;
 
-// The job name (README "Which type for which job"): per-flow statistics
-// whose per-CPU slots are allocated on first use.
-using FlowStats = LazyFlowStats;
+// The old names (0.1). Removed in 0.3.
+using LazyFlowStats [[deprecated("use FlowStats; removed in 0.3")]] = FlowStats;
+template <typename Recipe = internal::FlowStatsRecipe>
+using BasicLazyFlowStats [[deprecated("use BasicFlowStats; removed in 0.3")]] =
+    BasicFlowStats<Recipe>;
+using LazyFlowStatsSlot [[deprecated("use FlowStatsSlot; removed in 0.3")]] =
+    FlowStatsSlot;
 
 }  // namespace percpu
 

@@ -42,19 +42,19 @@ struct FaultyAllocator {
 };
 
 TEST_CASE("Create validates its arguments") {
-  auto bad = LazyFlowStats::Create(0);
+  auto bad = FlowStats::Create(0);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
   CHECK(bad.status().message().find("num_possible 0") != std::string::npos);
-  CHECK(LazyFlowStats::Create(8193).status().code() ==
+  CHECK(FlowStats::Create(8193).status().code() ==
         StatusCode::kInvalidArgument);
   LazySlotAllocator null_alloc;
-  CHECK(LazyFlowStats::Create(4, null_alloc).status().code() ==
+  CHECK(FlowStats::Create(4, null_alloc).status().code() ==
         StatusCode::kInvalidArgument);
 
   FaultyAllocator fa;
   fa.fail_slot0 = true;
-  auto no_slot0 = LazyFlowStats::Create(4, fa.Get());
+  auto no_slot0 = FlowStats::Create(4, fa.Get());
   REQUIRE_FALSE(no_slot0.ok());
   CHECK(no_slot0.status().code() == StatusCode::kResourceExhausted);
 }
@@ -62,9 +62,9 @@ TEST_CASE("Create validates its arguments") {
 TEST_CASE("slot 0 is preallocated, others appear on a CPU's first write") {
   FaultyAllocator fa;
   {
-    auto s = LazyFlowStats::Create(130, fa.Get());
+    auto s = FlowStats::Create(130, fa.Get());
     REQUIRE(s.ok());
-    LazyFlowStats& st = **s;
+    FlowStats& st = **s;
     CHECK(fa.allocations == 1);
     CHECK(st.HasSlot(0));
     CHECK_FALSE(st.HasSlot(5));
@@ -88,7 +88,7 @@ TEST_CASE("slot 0 is preallocated, others appear on a CPU's first write") {
     CHECK(v.tcp_flags == 0x13);
 
     std::vector<int> cpus;
-    st.ForEachAllocated([&](int cpu, const LazyFlowStatsSlot&) {
+    st.ForEachAllocated([&](int cpu, const FlowStatsSlot&) {
       cpus.push_back(cpu);
     });
     CHECK(cpus == std::vector<int>{0, 5, 129});
@@ -106,9 +106,9 @@ TEST_CASE("slot 0 is preallocated, others appear on a CPU's first write") {
 
 TEST_CASE("allocation failure on first write falls back to slot 0") {
   FaultyAllocator fa;
-  auto s = LazyFlowStats::Create(8, fa.Get());
+  auto s = FlowStats::Create(8, fa.Get());
   REQUIRE(s.ok());
-  LazyFlowStats& st = **s;
+  FlowStats& st = **s;
   fa.fail_cpu = 3;
   for (int i = 0; i < 10; ++i) st.Update(3, 10, i, 0);
   CHECK_FALSE(st.HasSlot(3));
@@ -130,9 +130,9 @@ TEST_CASE("concurrent writers, some falling back to slot 0, lose nothing") {
   constexpr int kPerCpu = 20000;
   FaultyAllocator fa;
   fa.fail_cpu = 2;  // CPU 2 always falls back and shares slot 0 with CPU 0
-  auto s = LazyFlowStats::Create(kCpus, fa.Get());
+  auto s = FlowStats::Create(kCpus, fa.Get());
   REQUIRE(s.ok());
-  LazyFlowStats& st = **s;
+  FlowStats& st = **s;
   std::atomic<bool> stop{false};
   std::atomic<bool> backwards{false};
   std::thread reader([&] {
@@ -179,9 +179,9 @@ TEST_CASE("readers racing slot publication see initialized slots only") {
     ::operator delete(p, std::align_val_t(align));
   };
   for (int round = 0; round < 50; ++round) {
-    auto s = LazyFlowStats::Create(kCpus, poisoned);
+    auto s = FlowStats::Create(kCpus, poisoned);
     REQUIRE(s.ok());
-    LazyFlowStats& st = **s;
+    FlowStats& st = **s;
     std::atomic<int> started{0};
     std::atomic<int> finished{0};
     std::atomic<bool> done{false};
@@ -226,9 +226,9 @@ namespace {
 
 // Issue 12 item 4: Update(sched_getcpu(), ...) from 4 threads, 2,000,000
 // updates each, is exact (the claimed slot or the shared slot 0).
-TEST_CASE("LazyFlowStats: Update(sched_getcpu(), ...) from 4 threads is exact") {
+TEST_CASE("FlowStats: Update(sched_getcpu(), ...) from 4 threads is exact") {
   const int n = std::max(64, static_cast<int>(std::thread::hardware_concurrency()));
-  auto stats = std::move(*LazyFlowStats::Create(n));
+  auto stats = std::move(*FlowStats::Create(n));
   std::vector<std::thread> ts;
   for (int t = 0; t < 4; ++t) {
     ts.emplace_back([&] {
@@ -246,9 +246,9 @@ TEST_CASE("LazyFlowStats: Update(sched_getcpu(), ...) from 4 threads is exact") 
 
 // Racing first writers of one id publish one slot (the loser frees its
 // own): nothing lost, no slot leaked (ASan builds would report it).
-TEST_CASE("LazyFlowStats: first writers of one CPU id race") {
+TEST_CASE("FlowStats: first writers of one CPU id race") {
   for (int round = 0; round < 200; ++round) {
-    auto stats = std::move(*LazyFlowStats::Create(4));
+    auto stats = std::move(*FlowStats::Create(4));
     std::vector<std::thread> ts;
     for (int t = 0; t < 4; ++t) {
       ts.emplace_back([&] {

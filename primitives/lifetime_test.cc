@@ -35,16 +35,16 @@ std::shared_ptr<PerCpuAllocator> MakeAllocator(Topology& t) {
 
 // Creates a counter of each kind on (topo, alloc).
 struct Counters {
-  std::unique_ptr<PerCpuCounter> counter;
-  std::unique_ptr<PerCpuMib<2>> mib;
+  std::unique_ptr<ApproxCounter> counter;
+  std::unique_ptr<LcoreStats<2>> mib;
   std::unique_ptr<PerCpuU64Mib<2>> u64mib;
   std::unique_ptr<PerCpuPacketsBytes> pair;
 
   void Make(Topology& topo, PerCpuAllocator& alloc) {
-    auto c = PerCpuCounter::Create(topo, alloc, 0, 8);
+    auto c = ApproxCounter::Create(topo, alloc, 0, 8);
     REQUIRE(c.ok());
     counter = std::move(*c);
-    auto m = PerCpuMib<2>::Create(topo, alloc);
+    auto m = LcoreStats<2>::Create(topo, alloc);
     REQUIRE(m.ok());
     mib = std::move(*m);
     auto u = PerCpuU64Mib<2>::Create(topo, alloc);

@@ -18,7 +18,7 @@ prelude='#include "primitives/cpumask.h"
 #include "primitives/percpu_counter.h"
 #include "primitives/topology.h"
 using namespace percpu;
-void f(Topology* t, PerCpuAllocator* a, PerCpuCounter* c, CpuMask m) {
+void f(Topology* t, PerCpuAllocator* a, ApproxCounter* c, CpuMask m) {
   auto topo = Topology::Simulated(8, 8, 8);'
 
 # One discarded result per line.
@@ -40,7 +40,7 @@ dropped=(
   'a->FreeAddress(0);'
   'a->Free(PerCpuPtr<int>());'
   'PerCpuAllocator::Create(t);'
-  'PerCpuCounter::Create(*t, *a);'
+  'ApproxCounter::Create(*t, *a);'
   'InvalidArgumentError("x");'
   'Status::Ok();'
 )

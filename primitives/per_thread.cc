@@ -11,7 +11,7 @@
 
 namespace percpu {
 
-struct PerThreadCounter::Chunk {
+struct ThreadCounter::Chunk {
   static constexpr uint32_t kSlots = 8;
   internal::PerThreadSlot slots[kSlots];
   Chunk* next = nullptr;  // immutable once the chunk is published
@@ -19,22 +19,7 @@ struct PerThreadCounter::Chunk {
 
 namespace internal {
 
-namespace {
-
-// Serials are unique in the process, not only per registry: an entry of a
-// thread state names its counter incarnation by (id, serial), and a state
-// may hold entries of counters of two registries (a test's and the
-// process's), so an exit fold must never mistake one for the other.
-uint64_t NextSerial() {
-  static std::atomic<uint64_t> next{1};
-  // Relaxed: only uniqueness matters; the serial is published under the
-  // registry mutex with the record.
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-}  // namespace
-
-void PerThreadRegistry::Register(PerThreadCounter* c) {
+void PerThreadRegistry::Register(ThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
   if (!free_ids_.empty()) {
     c->id_ = free_ids_.back();
@@ -43,32 +28,31 @@ void PerThreadRegistry::Register(PerThreadCounter* c) {
     c->id_ = static_cast<uint32_t>(records_.size());
     records_.emplace_back();
   }
-  c->serial_ = NextSerial();
+  c->serial_ = next_serial_++;
   records_[c->id_] = Record{c->serial_, c};
 }
 
 void PerThreadRegistry::ListLocked(PerThreadState* st) {
-  if (st->listed_in != nullptr) return;
-  states_.push_back(st);  // for a fork() child's reset
-  st->listed_in = this;
+  if (st->listed) return;
+  // For the destructors' clearing of entries and a fork() child's reset.
+  states_.push_back(st);
+  st->listed = true;
 }
 
-void PerThreadRegistry::List(PerThreadState* st) {
+void PerThreadRegistry::Unregister(ThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
-  ListLocked(st);
-}
-
-void PerThreadRegistry::Unregister(PerThreadCounter* c) {
-  std::lock_guard<Mutex> lock(mu_);
-  // From now on no exit fold touches c, and no thread's entry (c's serial)
-  // matches a live record.
+  // From now on no exit fold touches c, and no thread's entry refers to it:
+  // the id may be reused by the next counter.
+  for (PerThreadState* st : states_) {
+    if (c->id_ < st->capacity) st->entries[c->id_] = nullptr;
+  }
   records_[c->id_] = Record{};
   free_ids_.push_back(c->id_);
-  c->magic_ = PerThreadCounter::kDeadMagic;
+  c->magic_ = ThreadCounter::kDeadMagic;
 }
 
 PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
-                                         PerThreadCounter* c) {
+                                         ThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
   ListLocked(st);
   if (c->id_ >= st->capacity) {
@@ -78,10 +62,10 @@ PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
     st->entries = st->storage.data();
     st->capacity = static_cast<uint32_t>(n);
   }
-  PerThreadEntry& e = st->entries[c->id_];
-  if (e.serial == c->serial_) return e.slot;
-  // The entry is empty or belongs to a destroyed counter that had the same
-  // id: take a slot of c.
+  PerThreadSlot*& e = st->entries[c->id_];
+  if (e != nullptr) return e;
+  // Take a slot of c (a destroyed counter that had the same id cleared its
+  // entry).
   PerThreadSlot* s;
   if (!c->free_slots_.empty()) {
     s = c->free_slots_.back();
@@ -89,9 +73,9 @@ PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
   } else {
     // Relaxed: chunks_ is only stored under the registry mutex, which we
     // hold.
-    PerThreadCounter::Chunk* head = c->chunks_.load(std::memory_order_relaxed);
-    if (head == nullptr || c->chunk_used_ == PerThreadCounter::Chunk::kSlots) {
-      auto* chunk = new PerThreadCounter::Chunk;
+    ThreadCounter::Chunk* head = c->chunks_.load(std::memory_order_relaxed);
+    if (head == nullptr || c->chunk_used_ == ThreadCounter::Chunk::kSlots) {
+      auto* chunk = new ThreadCounter::Chunk;
       chunk->next = head;
 #if defined(PERCPU_MUTANT_PER_THREAD_RELAXED_CHUNK)  // model-test mutant only
       // Relaxed does NOT suffice: the planted bug that
@@ -111,41 +95,38 @@ PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
   // Orders the owner's first store after a previous owner's exit fold
   // (issue 12 item 1; see PerThreadTakeSlot).
   PerThreadTakeSlot();
-  e.slot = s;
-  e.serial = c->serial_;
+  e = s;
   return s;
 }
 
-void PerThreadRegistry::Add(PerThreadCounter* c, PerThreadState* st,
+void PerThreadRegistry::Add(ThreadCounter* c, PerThreadState* st,
                             uint64_t delta) {
-  if (PerThreadTryAdd([st]() -> const PerThreadState& { return *st; },
-                      c->id_, c->serial_, delta)) {
-    return;
-  }
-  PerThreadOwnerAdd(Attach(st, c)->value, delta);
+  // ThreadCounter::Add's hot path on st's table.
+  PerThreadSlot* const s =
+      c->id_ < st->capacity ? st->entries[c->id_] : nullptr;
+  PerThreadOwnerAdd((s != nullptr ? s : Attach(st, c))->value, delta);
 }
 
 void PerThreadRegistry::RetireLocked(PerThreadState* st) {
   for (uint32_t id = 0; id < st->capacity; ++id) {
-    PerThreadEntry& e = st->entries[id];
-    if (e.slot == nullptr) continue;
-    // A counter destroyed since (or an id reused by a newer counter) has
-    // a different serial: its memory is gone, do not touch e.slot.
-    if (id < records_.size() && records_[id].serial == e.serial) {
-      PerThreadCounter* c = records_[id].counter;
-      PerThreadExitFold(c->seq_, c->acc_, e.slot->value);
-      c->free_slots_.push_back(e.slot);
-      --c->slots_in_use_;
-    }
-    e = PerThreadEntry{};
+    PerThreadSlot* const slot = st->entries[id];
+    if (slot == nullptr) continue;
+    // Non-null entries belong to the live counter with that id: a
+    // destructor clears its id in every listed state (st is listed until
+    // the end of this function).
+    ThreadCounter* c = records_[id].counter;
+    PerThreadExitFold(c->seq_, c->acc_, slot->value);
+    c->free_slots_.push_back(slot);
+    --c->slots_in_use_;
+    st->entries[id] = nullptr;
   }
-  if (st->listed_in == this) {
+  if (st->listed) {
     auto it = std::find(states_.begin(), states_.end(), st);
     if (it != states_.end()) {
       *it = states_.back();
       states_.pop_back();
     }
-    st->listed_in = nullptr;
+    st->listed = false;
   }
 }
 
@@ -171,12 +152,12 @@ void PerThreadRegistry::ForkChild(PerThreadState* self) {
   mu_.unlock();
 }
 
-size_t PerThreadRegistry::SlotsCreated(const PerThreadCounter* c) {
+size_t PerThreadRegistry::SlotsCreated(const ThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
   return c->slots_created_;
 }
 
-size_t PerThreadRegistry::SlotsInUse(const PerThreadCounter* c) {
+size_t PerThreadRegistry::SlotsInUse(const ThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
   return c->slots_in_use_;
 }
@@ -256,15 +237,15 @@ void ThreadExit(void* p) {
 
 }  // namespace
 
-PerThreadCounter::PerThreadCounter()
-    : PerThreadCounter(GetRegistry().registry) {}
+ThreadCounter::ThreadCounter()
+    : ThreadCounter(GetRegistry().registry) {}
 
-PerThreadCounter::PerThreadCounter(internal::PerThreadRegistry& registry)
+ThreadCounter::ThreadCounter(internal::PerThreadRegistry& registry)
     : registry_(&registry) {
   registry_->Register(this);
 }
 
-PerThreadCounter::~PerThreadCounter() {
+ThreadCounter::~ThreadCounter() {
   registry_->Unregister(this);
   // Relaxed: no other thread may use the counter any more (contract).
   Chunk* c = chunks_.load(std::memory_order_relaxed);
@@ -275,16 +256,23 @@ PerThreadCounter::~PerThreadCounter() {
   }
 }
 
-void PerThreadCounter::AddSlow(uint64_t delta) {
+void ThreadCounter::AddSlow(uint64_t delta) {
+  if (registry_ != &GetRegistry().registry) {
+    // A test registry's counter is added to through PerThreadRegistry::Add
+    // with the test's thread states; the calling thread's own state belongs
+    // to the process's registry (its destructors and exit hook could not
+    // clear or retire it consistently).
+    internal::ReportContractViolation(
+        "ThreadCounter::Add on a counter of a test-owned registry (use "
+        "PerThreadRegistry::Add)");
+    return;
+  }
   internal::PerThreadState* st = internal::TlsPerThreadState();
   if (st == nullptr) {
     st = new internal::PerThreadState;
     internal::TlsPerThreadState() = st;
     GlobalRegistry& g = GetRegistry();
     if (g.key_ok) pthread_setspecific(g.key, st);
-    // Listed in the process's registry, whose exit hook and fork handler
-    // retire it, even if this first add is to a test registry's counter.
-    g.registry.List(st);
   }
   internal::PerThreadSlot* slot = registry_->Attach(st, this);
   // Attach may have grown the entry table: refresh the hot path's copy.
@@ -293,7 +281,7 @@ void PerThreadCounter::AddSlow(uint64_t delta) {
   internal::PerThreadOwnerAdd(slot->value, delta);
 }
 
-uint64_t PerThreadCounter::Sum() const {
+uint64_t ThreadCounter::Sum() const {
   return internal::PerThreadSum(seq_, acc_, [this](auto&& f) {
     for (const Chunk* c = chunks_.load(std::memory_order_acquire);  // Pairs with: release store of chunks_ in PerThreadRegistry::Attach().
          c != nullptr; c = c->next) {
@@ -302,15 +290,15 @@ uint64_t PerThreadCounter::Sum() const {
   });
 }
 
-size_t PerThreadCounter::SlotsCreated() const {
+size_t ThreadCounter::SlotsCreated() const {
   return registry_->SlotsCreated(this);
 }
 
-size_t PerThreadCounter::SlotsInUse() const {
+size_t ThreadCounter::SlotsInUse() const {
   return registry_->SlotsInUse(this);
 }
 
-uint64_t PerThreadCounter::ExitedTotal() const {
+uint64_t ThreadCounter::ExitedTotal() const {
   // Relaxed: a single diagnostic value.
   return acc_.load(std::memory_order_relaxed);
 }

@@ -1,17 +1,23 @@
-// PerThreadCounter: a 64-bit statistics counter with one slot per thread --
+// ThreadCounter: a 64-bit statistics counter with one slot per thread --
 // the single-writer counter without rseq. The per-thread domain is to
 // threads what the per-CPU domain is to CPUs: a thread's slot has exactly
 // one writer (the thread), so its hot path is a relaxed load and a relaxed
 // store, no lock prefix; and thread exit is this domain's CPU hotplug: the
 // exiting thread's count is folded into the counter's accumulator.
+// Formerly PerThreadCounter, now a deprecated alias (removed in 0.3).
 //
-//   PerThreadCounter c;
+//   ThreadCounter c;
 //   c.Add(1);             // any thread; first use per thread registers a slot
 //   uint64_t n = c.Sum(); // any thread: accumulator + all slots
 //
-// Hot path after a thread's first Add() on a counter: two TLS loads (the
-// entries pointer and capacity, read from the TLS block directly), a bounds
-// check, a generation compare, a relaxed load and a relaxed store.
+// Hot path after a thread's first Add() on a counter: the counter's id, a
+// bounds check against the thread's capacity (a TLS load), the slot pointer
+// from the thread's table (a TLS load and an indexed load), a null test,
+// and the owner's add (x86_64: one unlocked "addq" to the slot; elsewhere a
+// relaxed load and a relaxed store). A destroyed counter's id is cleared in
+// every live thread's table (under the registry mutex) before the id can be
+// reused, so a non-null entry always belongs to the live counter with that
+// id: no generation compare on the hot path.
 //
 // Exit fold (docs/writers.md has the proof and the ordering table): at
 // thread exit (a pthread-key destructor, which runs after the thread's C++
@@ -39,7 +45,8 @@
 //     counter (it allocates and takes a mutex), and NOT safe if the handler
 //     can interrupt an Add() of the same counter on the same thread (the
 //     interrupted load/store would overwrite the handler's add). Use
-//     CpuSlotCounter (cpu_slot.h), which is async-signal-safe, instead.
+//     Counter (counter.h), or PerCpuU64 (percpu_stats.h) for an explicit
+//     topology, which are async-signal-safe, instead.
 //   * Sum() must not run in a signal handler that interrupts this thread's
 //     exit fold (it would spin); in practice: not from handlers at all
 //     during thread exit.
@@ -79,12 +86,33 @@ namespace internal {
 
 // The owner's hot path. Precondition: the calling thread is the slot's only
 // writer.
+#if defined(__SANITIZE_THREAD__)
+#define PERCPU_PER_THREAD_TSAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PERCPU_PER_THREAD_TSAN_ 1
+#endif
+#endif
 inline void PerThreadOwnerAdd(Atomic<uint64_t>& slot, uint64_t delta) {
+#if defined(__x86_64__) && !defined(PERCPU_MODEL_CHECK) && \
+    !defined(PERCPU_PER_THREAD_TSAN_)
+  // The same relaxed load + store fused into one unlocked read-modify-write
+  // instruction, as the kernel's this_cpu_add(): the owner is the only
+  // writer, so no other store can fall between its load and store halves;
+  // its store is one aligned 64-bit store (single-copy atomic: readers see
+  // the old or the new value). No ordering beyond the relaxed pair's (plain
+  // x86 stores are already release stores, nothing else is implied here).
+  // The model checker and TSan builds run the load + store below, the
+  // protocol the model test checks.
+  static_assert(sizeof(Atomic<uint64_t>) == sizeof(uint64_t));
+  __asm__("addq %[d], %[s]" : [s] "+m"(slot) : [d] "er"(delta) : "cc");
+#else
   // Relaxed load: the only writer reads its own latest store.
   const uint64_t v = slot.load(std::memory_order_relaxed);
   // Relaxed store: no data is published with the count; a fold of this slot
   // is sequenced after it on the same thread (only the owner folds).
   slot.store(v + delta, std::memory_order_relaxed);
+#endif
 }
 
 // Called by a thread that takes a slot (new or reused after another
@@ -144,46 +172,21 @@ struct alignas(64) PerThreadSlot {
   Atomic<uint64_t> value{0};
 };
 
-// One entry per counter id in a thread's state. serial identifies the
-// counter incarnation (never reused); slot belongs to that incarnation.
-struct PerThreadEntry {
-  uint64_t serial = 0;
-  PerThreadSlot* slot = nullptr;
+// A thread's state: entries[id] is the thread's slot of the live counter
+// with that id, or nullptr. Entries are written only under the registry
+// mutex: by the owning thread (AddSlow) and by a counter's destructor,
+// which clears its id in every live thread's table before the id can be
+// reused (a thread never reads the entry of a counter being destroyed:
+// the contract forbids Add() during destruction, and a later counter with
+// the same id is published to the thread after the destructor's unlock).
+struct PerThreadState {
+  PerThreadSlot** entries = nullptr;  // capacity elements
+  uint32_t capacity = 0;
+  std::vector<PerThreadSlot*> storage;
+  bool listed = false;  // in its registry's list of states (registry mutex)
 };
 
 class PerThreadRegistry;  // primitives/internal/per_thread_registry.h
-
-struct PerThreadState {
-  PerThreadEntry* entries = nullptr;  // capacity elements
-  uint32_t capacity = 0;
-  std::vector<PerThreadEntry> storage;
-  // The registry whose list of states holds this one (the first it was
-  // listed in; guarded by that registry's mutex). A thread's own state is
-  // listed in the process's registry when it is created.
-  const PerThreadRegistry* listed_in = nullptr;
-};
-
-// The hot path of an add by the thread whose entry table table() returns
-// (a PerThreadTls or a PerThreadState: entries, capacity): true if the
-// table holds a slot of the counter incarnation (id, serial) and delta was
-// added to it; false if the caller must take a slot first
-// (PerThreadRegistry::Attach). The table comes from a callable, and id and
-// serial by reference, so that each is loaded only where a hand-written
-// hot path loads it: a TLS table passed as an argument makes GCC 12
-// materialize the thread pointer first (one instruction more per add).
-template <typename GetTable>
-inline bool PerThreadTryAdd(GetTable&& table, const uint32_t& id,
-                            const uint64_t& serial, uint64_t delta) {
-  const auto& t = table();
-  if (__builtin_expect(id < t.capacity, 1)) {
-    const PerThreadEntry& e = t.entries[id];
-    if (__builtin_expect(e.serial == serial, 1)) {
-      PerThreadOwnerAdd(e.slot->value, delta);
-      return true;
-    }
-  }
-  return false;
-}
 
 // The calling thread's state (nullptr until its first Add()). Constant
 // initialization: no TLS guard on the hot path.
@@ -198,7 +201,7 @@ inline PerThreadState*& TlsPerThreadState() {
 // null test fewer). capacity 0 = no state. Written only by the owning
 // thread (AddSlow, its exit hook), always together with TlsPerThreadState.
 struct PerThreadTls {
-  PerThreadEntry* entries = nullptr;
+  PerThreadSlot** entries = nullptr;
   uint32_t capacity = 0;
 };
 inline PerThreadTls& TlsPerThreadFast() {
@@ -208,35 +211,37 @@ inline PerThreadTls& TlsPerThreadFast() {
 
 }  // namespace internal
 
-class PerThreadCounter {
+class ThreadCounter {
  public:
-  PerThreadCounter();
+  ThreadCounter();
   // A counter registered with `registry` instead of the process's: for
   // model tests that own a registry per execution and add through
   // PerThreadRegistry::Add with explicit thread states
-  // (primitives/internal/per_thread_registry.h). Add() works too (with the
-  // calling thread's own state), but such a registry has no thread-exit
-  // hook: that thread's slot stays owned, and summed, until the counter is
-  // destroyed. `registry` must outlive the counter.
-  explicit PerThreadCounter(internal::PerThreadRegistry& registry);
-  ~PerThreadCounter();
-  PerThreadCounter(const PerThreadCounter&) = delete;
-  PerThreadCounter& operator=(const PerThreadCounter&) = delete;
+  // (primitives/internal/per_thread_registry.h). Add() on such a counter is
+  // a contract violation (reported; the add is dropped): a thread's own
+  // state belongs to the process's registry. `registry` must outlive the
+  // counter.
+  explicit ThreadCounter(internal::PerThreadRegistry& registry);
+  ~ThreadCounter();
+  ThreadCounter(const ThreadCounter&) = delete;
+  ThreadCounter& operator=(const ThreadCounter&) = delete;
 
   // Adds delta (mod 2^64) to the calling thread's slot.
   void Add(uint64_t delta) {
 #if PERCPU_CONTRACT_CHECKS
     if (magic_ != kAliveMagic) {
       internal::ReportContractViolation(
-          "PerThreadCounter::Add: counter used after destruction");
+          "ThreadCounter::Add: counter used after destruction");
       return;
     }
 #endif
-    if (__builtin_expect(
-            internal::PerThreadTryAdd(&internal::TlsPerThreadFast, id_,
-                                      serial_, delta),
-            1)) {
-      return;
+    const internal::PerThreadTls& t = internal::TlsPerThreadFast();
+    if (__builtin_expect(id_ < t.capacity, 1)) {
+      internal::PerThreadSlot* const s = t.entries[id_];
+      if (__builtin_expect(s != nullptr, 1)) {
+        internal::PerThreadOwnerAdd(s->value, delta);
+        return;
+      }
     }
     AddSlow(delta);
   }
@@ -260,11 +265,10 @@ class PerThreadCounter {
 
   [[gnu::noinline]] void AddSlow(uint64_t delta);
 
-  internal::PerThreadRegistry* registry_;  // the process's, unless a test's
-  uint32_t id_;  // index into every thread's entries (reused)
+  uint32_t id_;       // index into every thread's entries (reused)
   uint32_t magic_ = kAliveMagic;
-  uint64_t serial_;  // this incarnation (never reused)
-  SeqCount seq_;     // write sections: exit folds
+  uint64_t serial_;   // this incarnation (never reused)
+  SeqCount seq_;      // write sections: exit folds
   internal::Atomic<uint64_t> acc_{0};
   // Singly linked list of slot chunks, newest first; published with a
   // release store, never shrinks until destruction.
@@ -274,10 +278,12 @@ class PerThreadCounter {
   size_t slots_created_ = 0;
   size_t slots_in_use_ = 0;
   uint32_t chunk_used_ = 0;  // slots handed out from the newest chunk
+  internal::PerThreadRegistry* registry_;  // the process's, unless a test's
 };
 
-// The job name (README "Which type for which job"): a per-thread counter.
-using ThreadCounter = PerThreadCounter;
+// The old name (0.1). Removed in 0.3.
+using PerThreadCounter [[deprecated("use ThreadCounter; removed in 0.3")]] =
+    ThreadCounter;
 
 }  // namespace percpu
 

@@ -29,8 +29,8 @@ constexpr int kForks = 150;
 constexpr auto kChildDeadline = std::chrono::seconds(20);
 
 // The child's work; returns its exit code (0 = all checks passed).
-int ChildBody(PerThreadCounter& shared, uint64_t shared_before) {
-  PerThreadCounter fresh;  // construction: takes the registry mutex
+int ChildBody(ThreadCounter& shared, uint64_t shared_before) {
+  ThreadCounter fresh;  // construction: takes the registry mutex
   fresh.Add(3);            // first Add on this counter: AddSlow
   shared.Add(5);
   std::thread t([&] {
@@ -51,12 +51,12 @@ int ChildBody(PerThreadCounter& shared, uint64_t shared_before) {
 }
 
 TEST_CASE("fork while other threads hold the registry mutex") {
-  PerThreadCounter shared;
+  ThreadCounter shared;
   shared.Add(1);  // the main thread owns a slot before the forks
   std::atomic<bool> stop{false};
   std::thread hammer([&] {
     while (!stop.load(std::memory_order_relaxed)) {
-      PerThreadCounter tmp;  // constructor and destructor take the mutex
+      ThreadCounter tmp;  // constructor and destructor take the mutex
       tmp.Add(1);            // AddSlow takes it
       shared.Add(1);
       (void)tmp.SlotsInUse();  // takes it (value irrelevant)
@@ -101,7 +101,7 @@ TEST_CASE("fork while other threads hold the registry mutex") {
   CHECK(failed == 0);
   // The parent is unaffected: its own count is intact and its registry
   // still works.
-  PerThreadCounter after;
+  ThreadCounter after;
   after.Add(2);
   CHECK(after.Sum() == 2);
   CHECK(shared.Sum() >= 1);

@@ -13,7 +13,7 @@ namespace percpu {
 namespace {
 
 TEST_CASE("single thread: Add, Inc, Sum, wrap") {
-  PerThreadCounter c;
+  ThreadCounter c;
   CHECK(c.Sum() == 0);
   c.Add(5);
   c.Inc();
@@ -25,7 +25,7 @@ TEST_CASE("single thread: Add, Inc, Sum, wrap") {
 }
 
 TEST_CASE("exited threads fold exactly into the accumulator") {
-  PerThreadCounter c;
+  ThreadCounter c;
   std::thread t([&] {
     for (int i = 0; i < 1000; ++i) c.Inc();
   });
@@ -40,7 +40,7 @@ TEST_CASE("exited threads fold exactly into the accumulator") {
 // sums continuously: the sum never goes backwards, never exceeds what was
 // written so far, and ends exact. Slots are reused: created <= kLive.
 TEST_CASE("200 short-lived threads, concurrent reader, slot reuse") {
-  PerThreadCounter c;
+  ThreadCounter c;
   constexpr int kThreads = 200;
   constexpr int kLive = 8;
   constexpr int kAdds = 2000;
@@ -100,7 +100,7 @@ TEST_CASE("200 short-lived threads, concurrent reader, slot reuse") {
 }
 
 TEST_CASE("live threads are summed; several counters per thread") {
-  PerThreadCounter a, b;
+  ThreadCounter a, b;
   std::atomic<int> phase{0};
   std::thread t([&] {
     a.Add(10);
@@ -119,7 +119,7 @@ TEST_CASE("live threads are summed; several counters per thread") {
 }
 
 TEST_CASE("counter destroyed before its threads exit") {
-  auto c = std::make_unique<PerThreadCounter>();
+  auto c = std::make_unique<ThreadCounter>();
   std::atomic<int> phase{0};
   std::thread t([&] {
     c->Add(3);
@@ -131,7 +131,7 @@ TEST_CASE("counter destroyed before its threads exit") {
   while (phase.load() != 1) std::this_thread::yield();
   CHECK(c->Sum() == 3);
   c.reset();
-  PerThreadCounter reused;  // very likely the same id, a new generation
+  ThreadCounter reused;  // very likely the same id, a new generation
   reused.Add(1);
   phase.store(2);
   t.join();
@@ -141,24 +141,24 @@ TEST_CASE("counter destroyed before its threads exit") {
 }
 
 TEST_CASE("a thread that used a destroyed counter can use its successor") {
-  auto c = std::make_unique<PerThreadCounter>();
+  auto c = std::make_unique<ThreadCounter>();
   c->Add(1);  // main thread's entry for c's id
   c.reset();
-  PerThreadCounter d;  // reuses the id; the stale entry must not match
+  ThreadCounter d;  // reuses the id; the stale entry must not match
   d.Add(2);
   CHECK(d.Sum() == 2);
   CHECK(d.SlotsCreated() == 1);
 }
 
 thread_local struct LateAdder {
-  PerThreadCounter* c = nullptr;
+  ThreadCounter* c = nullptr;
   ~LateAdder() {
     if (c != nullptr) c->Add(100);
   }
 } late_adder;
 
 TEST_CASE("an Add from a thread_local destructor is still counted") {
-  PerThreadCounter c;
+  ThreadCounter c;
   std::thread t([&] {
     late_adder.c = &c;
     c.Add(1);

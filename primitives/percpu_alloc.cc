@@ -59,6 +59,23 @@ class MmapMemorySource final : public MemorySource {
 size_t RoundUp(size_t v, size_t to) { return (v + to - 1) & ~(to - 1); }
 bool IsPowerOfTwo(size_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// Zeroes `bytes` (a multiple of 8, at most 64) at the 8-aligned `p`:
+// straight-line 8-byte stores, one jump in, no loop and no memset call.
+inline void ZeroSmall(char* p, uint32_t bytes) {
+  const uint64_t zero = 0;
+  switch (bytes / 8) {
+    case 8: std::memcpy(p + 56, &zero, 8); [[fallthrough]];
+    case 7: std::memcpy(p + 48, &zero, 8); [[fallthrough]];
+    case 6: std::memcpy(p + 40, &zero, 8); [[fallthrough]];
+    case 5: std::memcpy(p + 32, &zero, 8); [[fallthrough]];
+    case 4: std::memcpy(p + 24, &zero, 8); [[fallthrough]];
+    case 3: std::memcpy(p + 16, &zero, 8); [[fallthrough]];
+    case 2: std::memcpy(p + 8, &zero, 8); [[fallthrough]];
+    case 1: std::memcpy(p, &zero, 8); [[fallthrough]];
+    default: break;
+  }
+}
+
 }  // namespace
 
 MemorySource* DefaultMemorySource() {
@@ -84,6 +101,7 @@ PerCpuAllocator::PerCpuAllocator(Topology* topology,
       topology_ref_(topology->weak_from_this().lock()),
       unit_size_(options.unit_size),
       unit_shift_(__builtin_ctzll(options.unit_size)),
+      slab_id_shift_(__builtin_ctzll(options.unit_size / kSlabBytes)),
       num_possible_(topology->num_possible()),
       chunk_bytes_(options.unit_size *
                    static_cast<size_t>(topology->num_possible())),
@@ -150,6 +168,14 @@ PerCpuPtr<void> PerCpuAllocator::MakePtr(uint32_t chunk,
 
 Status PerCpuAllocator::AddChunkLocked(const char* op) {
   const size_t reserved = chunks_.size() * chunk_bytes_;
+  // Slab ids are 32 bits: (chunk << slab_id_shift_) | region, kNoSlab
+  // excluded. Reached only past 2 TiB of units per CPU.
+  if ((uint64_t{chunks_.size()} + 1) << slab_id_shift_ > kNoSlab) {
+    return ResourceExhaustedError(
+        std::string("PerCpuAllocator::") + op + ": " +
+        std::to_string(chunks_.size()) +
+        " chunks is the most whose slabs 32-bit ids can name");
+  }
   if (chunk_bytes_ > max_total_bytes_ ||
       reserved > max_total_bytes_ - chunk_bytes_) {
     return ResourceExhaustedError(
@@ -207,7 +233,8 @@ void PerCpuAllocator::IndexWindowLocked(uintptr_t window,
   }
 }
 
-int PerCpuAllocator::FindChunkOfCpu0Locked(uintptr_t addr) const {
+// Inline: called once per Free, the only caller.
+inline int PerCpuAllocator::FindChunkOfCpu0Locked(uintptr_t addr) const {
   if (cpu0_index_.empty()) return -1;
   const uintptr_t window = addr >> unit_shift_;
   const size_t mask = cpu0_index_.size() - 1;
@@ -215,11 +242,11 @@ int PerCpuAllocator::FindChunkOfCpu0Locked(uintptr_t addr) const {
     const WindowEntry& e = cpu0_index_[i];
     if (e.chunk_a == 0) return -1;
     if (e.window != window) continue;
-    for (const uint32_t c : {e.chunk_a, e.chunk_b}) {
-      if (c == 0) continue;
-      const uintptr_t base = reinterpret_cast<uintptr_t>(chunks_[c - 1].base);
-      if (addr - base < unit_size_) return static_cast<int>(c - 1);
-    }
+    const uintptr_t a = reinterpret_cast<uintptr_t>(chunks_[e.chunk_a - 1].base);
+    if (addr - a < unit_size_) return static_cast<int>(e.chunk_a - 1);
+    if (e.chunk_b == 0) return -1;
+    const uintptr_t b = reinterpret_cast<uintptr_t>(chunks_[e.chunk_b - 1].base);
+    if (addr - b < unit_size_) return static_cast<int>(e.chunk_b - 1);
     return -1;
   }
 }
@@ -240,7 +267,7 @@ Status PerCpuAllocator::PlaceExtentLocked(const char* op, uint32_t size,
   return Status::Ok();
 }
 
-Status PerCpuAllocator::NewSlabLocked(const char* op, int cls,
+Status PerCpuAllocator::NewSlabLocked(const char* op, uint32_t size,
                                       uint32_t class_size) {
   // kSlabBytes-aligned, so offset / kSlabBytes names the slab in its chunk
   // (unit_size is a power of two >= the page size, so it is a multiple).
@@ -249,21 +276,18 @@ Status PerCpuAllocator::NewSlabLocked(const char* op, int cls,
   if (!s.ok()) return s;
   const uint32_t per_line = static_cast<uint32_t>(kCacheLineSize) / class_size;
   const uint32_t capacity = (kSlabBytes / kCacheLineSize) * per_line;
+  const size_t cls = ClassIndex(size, class_size);
   Slab slab{};
   slab.free_bits = capacity == 64 ? ~uint64_t{0} : (uint64_t{1} << capacity) - 1;
-  slab.chunk = where.chunk;
-  slab.offset = where.offset;
   slab.next = partial_[cls];
-  slab.size_class = static_cast<uint8_t>(cls);
+  slab.size = static_cast<uint8_t>(size);
   slab.class_size = static_cast<uint8_t>(class_size);
   slab.per_line = static_cast<uint8_t>(per_line);
-  const uint32_t index = static_cast<uint32_t>(slabs_.size());
-  slabs_.push_back(slab);
-  std::vector<uint32_t>& slab_of = chunks_[where.chunk].slab_of;
+  std::vector<Slab>& slabs = chunks_[where.chunk].slabs;
   const size_t region = where.offset / kSlabBytes;
-  if (region >= slab_of.size()) slab_of.resize(region + 1, 0);
-  slab_of[region] = index + 1;
-  partial_[cls] = index;
+  if (region >= slabs.size()) slabs.resize(region + 1, Slab{});
+  slabs[region] = slab;
+  partial_[cls] = where.chunk << slab_id_shift_ | static_cast<uint32_t>(region);
   stats_.slab_bytes_per_cpu += kSlabBytes;
   return Status::Ok();
 }
@@ -276,6 +300,34 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::Allocate(size_t size,
 StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
                                                         size_t size,
                                                         size_t align) {
+  PerCpuPtr<void> p;
+  uint32_t zero_bytes = 0;
+  Status s = AllocateUnzeroed(op, size, align, &p, &zero_bytes);
+  // The result is stored (in the caller's frame) before the zeroing below:
+  // stores commit in program order, so a caller reading it back does not
+  // wait behind the zeroing's misses. One named return object (no copy).
+  StatusOr<PerCpuPtr<void>> out = s.ok() ? StatusOr<PerCpuPtr<void>>(p)
+                                         : StatusOr<PerCpuPtr<void>>(s);
+  if (zero_bytes != 0) {
+    // A reused small slot: zero each present CPU's copy after the unlock,
+    // as librseq's percpu_zmalloc does. The slot is this caller's alone
+    // now, so no lock is needed, and the stores (a miss per CPU at large
+    // working sets) drain while the caller goes on instead of stalling the
+    // mutex's release. Absent CPUs' copies are zero already (their units
+    // were released at kAbsent). A CPU going absent during this loop may
+    // get zeros written after its release: the unit still reads zero, and
+    // at most the object's page stays resident.
+    char* const obj = reinterpret_cast<char*>(p.base_address());
+    topology_->ForEachPresent([&](int cpu) {
+      ZeroSmall(obj + static_cast<size_t>(cpu) * unit_size_, zero_bytes);
+    });
+  }
+  return out;
+}
+
+Status PerCpuAllocator::AllocateUnzeroed(const char* op, size_t size,
+                                         size_t align, PerCpuPtr<void>* out,
+                                         uint32_t* zero_bytes) {
   // Error messages are built only on the error paths: the success path
   // neither builds strings nor allocates (see docs/percpu_alloc.md).
   if (__builtin_expect(size == 0 || size > unit_size_, 0)) {
@@ -306,21 +358,30 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
   if (class_size <= kCacheLineSize) {
     // Small: O(1). The class's first slab with a free slot, its lowest free
     // slot (one count-trailing-zeros). Slots never cross a cache line.
-    const int cls = static_cast<int>(class_size / kMinAllocGranule) - 1;
+    const size_t cls = ClassIndex(size, class_size);
     if (partial_[cls] == kNoSlab) {
-      Status s = NewSlabLocked(op, cls, static_cast<uint32_t>(class_size));
+      Status s = NewSlabLocked(op, static_cast<uint32_t>(size),
+                               static_cast<uint32_t>(class_size));
       if (!s.ok()) return s;
     }
-    Slab& slab = slabs_[partial_[cls]];
+    const uint32_t id = partial_[cls];
+    Slab& slab = SlabOf(id);
     const int slot = __builtin_ctzll(slab.free_bits);
     slab.free_bits &= slab.free_bits - 1;
     if (slab.free_bits == 0) {
       partial_[cls] = slab.next;  // full: leaves the partial list
       slab.next = kNoSlab;
     }
-    slab.requested[slot] = static_cast<uint8_t>(size);
-    chunk = slab.chunk;
-    offset = slab.offset +
+    // Slots at or above the high-water mark were never handed out: still
+    // zero since the slab was carved (free extents are zero). A slot below
+    // it may hold a freed object's bytes and is zeroed below.
+    if (slot >= slab.high_water) {
+      slab.high_water = static_cast<uint8_t>(slot + 1);
+    } else {
+      *zero_bytes = static_cast<uint32_t>(class_size);
+    }
+    chunk = id >> slab_id_shift_;
+    offset = (id & ((uint32_t{1} << slab_id_shift_) - 1)) * kSlabBytes +
              static_cast<uint32_t>(slot / slab.per_line * kCacheLineSize +
                                    slot % slab.per_line * slab.class_size);
     placed = static_cast<uint32_t>(class_size);
@@ -357,7 +418,8 @@ StatusOr<PerCpuPtr<void>> PerCpuAllocator::AllocateImpl(const char* op,
   stats_.bytes_in_use_per_cpu += placed;
   stats_.live_objects++;
   stats_.allocations++;
-  return MakePtr(chunk, offset);
+  *out = MakePtr(chunk, offset);
+  return Status::Ok();
 }
 
 Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
@@ -368,16 +430,17 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   const int c = FindChunkOfCpu0Locked(addr);
   Slab* slab = nullptr;
   int slot = -1;
+  uint32_t region = 0;
   Heavy::LargeMap::iterator large_it = heavy_->large.end();
   bool live = false;
   if (c >= 0) {
     const uint32_t off = static_cast<uint32_t>(
         addr - reinterpret_cast<uintptr_t>(chunks_[c].base));
-    const std::vector<uint32_t>& slab_of = chunks_[c].slab_of;
-    const size_t region = off / kSlabBytes;
-    if (region < slab_of.size() && slab_of[region] != 0) {
-      slab = &slabs_[slab_of[region] - 1];
-      const uint32_t within = off - slab->offset;
+    std::vector<Slab>& slabs = chunks_[c].slabs;
+    region = off / kSlabBytes;
+    if (region < slabs.size() && slabs[region].size != 0) {
+      slab = &slabs[region];
+      const uint32_t within = off % kSlabBytes;
       const uint32_t in_line = within % kCacheLineSize;
       const uint32_t k = in_line / slab->class_size;
       if (in_line % slab->class_size == 0 && k < slab->per_line) {
@@ -406,27 +469,18 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
   uint32_t requested;
   if (slab != nullptr) {
     placed = slab->class_size;
-    requested = slab->requested[slot];
+    requested = slab->size;
   } else {
     placed = large_it->second.placed;
     requested = large_it->second.requested;
   }
-  // Zero every present CPU's copy now, so that Allocate never touches
-  // memory and hands out zeros. Absent CPUs' units are zero already
-  // (released at kAbsent, re-zeroed at kPresent); mu_ keeps this ordered
-  // with those callbacks.
-  char* const obj = reinterpret_cast<char*>(addr);
-  if (slab != nullptr) {
-    // Small (<= a line, a multiple of 8 bytes, 8-aligned): inline 8-byte
-    // stores instead of a memset call per CPU.
-    topology_->ForEachPresent([&](int cpu) {
-      char* copy = obj + static_cast<size_t>(cpu) * unit_size_;
-      for (uint32_t b = 0; b < placed; b += 8) {
-        const uint64_t zero = 0;
-        std::memcpy(copy + b, &zero, 8);
-      }
-    });
-  } else {
+  // A large object's copies are zeroed now, under mu_, so that free
+  // extents are always zero (a new slab or large object placed there needs
+  // no zeroing); mu_ keeps this ordered with the hotplug callbacks. Absent
+  // CPUs' units are zero already (released at kAbsent). A small slot is
+  // zeroed when it is handed out again (AllocateImpl), outside the lock.
+  if (slab == nullptr) {
+    char* const obj = reinterpret_cast<char*>(addr);
     topology_->ForEachPresent([&](int cpu) {
       std::memset(obj + static_cast<size_t>(cpu) * unit_size_, 0, placed);
     });
@@ -435,8 +489,9 @@ Status PerCpuAllocator::FreeAddress(uintptr_t addr) {
     if (slab->free_bits == 0) {
       // Was full: back on its class's partial list, at the head, so the
       // next allocation of the class reuses this (cache-hot) slot.
-      slab->next = partial_[slab->size_class];
-      partial_[slab->size_class] = static_cast<uint32_t>(slab - slabs_.data());
+      const size_t cls = ClassIndex(slab->size, slab->class_size);
+      slab->next = partial_[cls];
+      partial_[cls] = static_cast<uint32_t>(c) << slab_id_shift_ | region;
     }
     slab->free_bits |= uint64_t{1} << slot;
   } else {

@@ -29,7 +29,12 @@
 //
 // Thread safety / memory-ordering contract:
 //   * Allocate/Free/stats/ResidentBytesPerCpu may be called concurrently
-//     from any threads; they take the allocator's mutex.
+//     from any threads; they take the allocator's mutex. A small object's
+//     slot that is reused is zeroed (every present CPU's copy) by the
+//     allocating thread after it releases the mutex, before Allocate
+//     returns: the slot is that caller's alone by then. If a CPU goes
+//     absent during that zeroing, zeros may land in its released unit:
+//     it still reads zero; at most that page stays resident.
 //   * The data path (PerCpuPtr::on/At and reading/writing the objects) never
 //     touches the allocator or its lock. The allocator publishes nothing
 //     through atomics: a PerCpuPtr returned by Allocate is handed to other
@@ -113,6 +118,8 @@ struct ZeroInitializable
 
 // A handle to one per-CPU allocation: the address of CPU 0's copy and the
 // stride between CPUs' copies. Copyable value; does not own the memory.
+// 16 bytes on 64-bit targets (the stride, a unit size of at most 1 GiB,
+// is kept in 32 bits): callers keep many of these, one per allocation.
 template <typename T>
 class PerCpuPtr {
  public:
@@ -152,11 +159,14 @@ class PerCpuPtr {
   friend class PerCpuAllocator;
   template <typename U>
   friend class PerCpuPtr;
+  // stride <= 1 GiB (PerCpuAllocatorOptions::unit_size).
   PerCpuPtr(uintptr_t base, size_t stride, int num_cpus)
-      : base_(base), stride_(stride), num_cpus_(num_cpus) {}
+      : base_(base),
+        stride_(static_cast<uint32_t>(stride)),
+        num_cpus_(num_cpus) {}
 
   uintptr_t base_ = 0;
-  size_t stride_ = 0;
+  uint32_t stride_ = 0;
   int num_cpus_ = 0;
 };
 
@@ -290,38 +300,50 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
   const Topology& topology() const { return *topology_; }
 
  private:
-  // Index into slabs_, or kNoSlab.
+  // A slab id: (chunk index << slab_id_shift_) | (offset / kSlabBytes),
+  // so the chunk and the slab's record follow by shifts, or kNoSlab.
   static constexpr uint32_t kNoSlab = 0xffffffffu;
+  // One slab of a small size class: kSlabBytes at the same offset of every
+  // unit of one chunk, cut into at most 64 slots that never cross a line.
+  // Every object of a slab was requested with the same size, so the record
+  // needs no per-object bytes: 16 bytes, four records per cache line (a
+  // free reads one record; at 1M live 16-byte objects all records take
+  // 0.5 MB, not the 2.8 MB of a record with a per-slot size table).
+  struct Slab {
+    uint64_t free_bits;  // bit s set = slot s free
+    uint32_t next;       // next slab id of the class with a free slot
+    uint8_t size;        // bytes requested per object, 1..64; 0 = no slab
+    uint8_t class_size;  // bytes per slot
+    uint8_t per_line;    // slots per cache line
+    uint8_t high_water;  // slots >= this were never handed out (zero)
+  };
+  static_assert(sizeof(Slab) == 16, "four slab records per cache line");
   struct Chunk {
     char* base;
-    // slab_of[offset / kSlabBytes] = 1 + index into slabs_ of the slab at
-    // that offset of every unit, or 0 (large objects / free space). Grown
-    // when a slab is placed beyond its end (slab creation only).
-    std::vector<uint32_t> slab_of;
+    // slabs[offset / kSlabBytes]: the slab at that offset of every unit
+    // (size 0: large objects / free space). Grown when a slab is placed
+    // beyond its end (slab creation only).
+    std::vector<Slab> slabs;
   };
   struct Slot {
     uint32_t chunk;
     uint32_t offset;
-  };
-  // One slab of a small size class: kSlabBytes at the same offset of every
-  // unit of one chunk, cut into at most 64 slots that never cross a line.
-  struct Slab {
-    uint64_t free_bits;  // bit s set = slot s free
-    uint32_t chunk;
-    uint32_t offset;     // a multiple of kSlabBytes
-    uint32_t next;       // next slab of the class with a free slot, kNoSlab
-    uint8_t size_class;  // index into partial_
-    uint8_t class_size;  // bytes per slot
-    uint8_t per_line;    // slots per cache line
-    uint8_t requested[64];  // bytes asked for by each live slot's owner
   };
   struct Large {
     uint32_t placed;     // bytes taken in each unit
     uint32_t requested;  // bytes asked for
   };
 
-  static constexpr int kNumClasses =
+  // Small classes: one per (requested size 1..64, slot size 8..64) pair,
+  // ClassIndex(); most pairs are never used. Keying by the requested size
+  // costs at most one partly used slab per pair in use.
+  static constexpr int kNumSlotSizes =
       static_cast<int>(kCacheLineSize / kMinAllocGranule);
+  static constexpr int kNumClasses =
+      static_cast<int>(kCacheLineSize) * kNumSlotSizes;
+  static constexpr size_t ClassIndex(size_t size, size_t class_size) {
+    return (size - 1) * kNumSlotSizes + (class_size / kMinAllocGranule - 1);
+  }
   // Bytes of one slab of a small size class in each unit. At most 64 slots
   // (8-byte class), so one word of free bits covers a slab.
   static constexpr uint32_t kSlabBytes = 8 * kCacheLineSize;
@@ -331,13 +353,21 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
 
   StatusOr<PerCpuPtr<void>> AllocateImpl(const char* op, size_t size,
                                          size_t align);
+  // Validates, places under mu_ and sets *out. *zero_bytes > 0: a reused
+  // small slot whose present copies the caller zeroes (after the unlock).
+  Status AllocateUnzeroed(const char* op, size_t size, size_t align,
+                          PerCpuPtr<void>* out, uint32_t* zero_bytes);
   // Places `size` bytes aligned to `align` in some chunk (new one if
   // needed). Requires mu_.
   Status PlaceExtentLocked(const char* op, uint32_t size, uint32_t align,
                            Slot* out);
-  // Carves a new slab for class `cls` and makes it the class's partial
-  // head. Requires mu_.
-  Status NewSlabLocked(const char* op, int cls, uint32_t class_size);
+  // Carves a new slab for objects of `size` bytes in `class_size` slots and
+  // makes it the class's partial head. Requires mu_.
+  Status NewSlabLocked(const char* op, uint32_t size, uint32_t class_size);
+  Slab& SlabOf(uint32_t id) {
+    return chunks_[id >> slab_id_shift_]
+        .slabs[id & ((uint32_t{1} << slab_id_shift_) - 1)];
+  }
   Status AddChunkLocked(const char* op);
   // The chunk whose CPU-0 unit holds addr, or -1. O(1). Requires mu_.
   int FindChunkOfCpu0Locked(uintptr_t addr) const;
@@ -352,6 +382,7 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
   const std::shared_ptr<Topology> topology_ref_;
   const size_t unit_size_;
   const int unit_shift_;  // log2(unit_size_)
+  const int slab_id_shift_;  // log2(unit_size_ / kSlabBytes)
   const int num_possible_;
   const size_t chunk_bytes_;
   const size_t max_total_bytes_;
@@ -381,7 +412,6 @@ class PerCpuAllocator : public std::enable_shared_from_this<PerCpuAllocator> {
   std::vector<WindowEntry> cpu0_index_;             // guarded by mu_
   int window_shift_ = 64;                           // 64 - log2(size)
   size_t windows_used_ = 0;                         // guarded by mu_
-  std::vector<Slab> slabs_;                         // guarded by mu_
   uint32_t partial_[kNumClasses];                   // slab with a free slot
   // The free-space extent map and the live large objects (their
   // containers pull <map>, <set> and <unordered_map>), defined in

@@ -19,38 +19,38 @@ int OnlineCount(const Topology& topo) {
 
 }  // namespace
 
-int32_t PerCpuCounter::DefaultBatch(const Topology& topo) {
+int32_t ApproxCounter::DefaultBatch(const Topology& topo) {
   const int online = OnlineCount(topo);
   return online * 2 > 32 ? online * 2 : 32;
 }
 
-StatusOr<std::unique_ptr<PerCpuCounter>> PerCpuCounter::Create(
+StatusOr<std::unique_ptr<ApproxCounter>> ApproxCounter::Create(
     Topology& topo, PerCpuAllocator& alloc, int64_t initial, int32_t batch) {
   if (batch < 0) {
-    return InvalidArgumentError("PerCpuCounter::Create: batch " +
+    return InvalidArgumentError("ApproxCounter::Create: batch " +
                                 std::to_string(batch) + " is negative");
   }
   if (batch == 0) batch = DefaultBatch(topo);
-  StatusOr<PerCpuPtr<PerCpuCounterSlot>> slots =
-      alloc.Allocate<PerCpuCounterSlot>();
+  StatusOr<PerCpuPtr<ApproxCounterSlot>> slots =
+      alloc.Allocate<ApproxCounterSlot>();
   if (!slots.ok()) return slots.status();
-  std::unique_ptr<PerCpuCounter> counter(
-      new (std::nothrow) PerCpuCounter(topo, alloc, batch, *slots, initial));
+  std::unique_ptr<ApproxCounter> counter(
+      new (std::nothrow) ApproxCounter(topo, alloc, batch, *slots, initial));
   if (counter == nullptr || !counter->writers_.Init(topo.num_possible())) {
-    if (counter != nullptr) counter->slots_ = PerCpuPtr<PerCpuCounterSlot>();
+    if (counter != nullptr) counter->slots_ = PerCpuPtr<ApproxCounterSlot>();
     (void)alloc.Free(*slots);
-    return ResourceExhaustedError("PerCpuCounter::Create: out of memory");
+    return ResourceExhaustedError("ApproxCounter::Create: out of memory");
   }
   // Registered before the counter is handed to any writer: an event that
   // completed before registration found every slot still zero.
-  PerCpuCounter* self = counter.get();
+  ApproxCounter* self = counter.get();
   StatusOr<uint64_t> id = topo.RegisterHotplugCallbacks(
       nullptr, [self](HotplugEvent event, int cpu) {
         return self->FoldCallback(event, cpu);
       });
   if (!id.ok()) {
     (void)alloc.Free(self->slots_);
-    self->slots_ = PerCpuPtr<PerCpuCounterSlot>();
+    self->slots_ = PerCpuPtr<ApproxCounterSlot>();
     return id.status();
   }
   counter->callback_id_ = *id;
@@ -63,15 +63,15 @@ StatusOr<std::unique_ptr<PerCpuCounter>> PerCpuCounter::Create(
   return counter;
 }
 
-StatusOr<PerCpuCounter::WriterToken> PerCpuCounter::AcquireWriter(int cpu) {
+StatusOr<ApproxCounter::WriterToken> ApproxCounter::AcquireWriter(int cpu) {
   Status valid = topo_.ValidateCpu(cpu);
   if (!valid.ok()) {
-    return OutOfRangeError("PerCpuCounter::AcquireWriter: " +
+    return OutOfRangeError("ApproxCounter::AcquireWriter: " +
                            valid.message());
   }
   if (!writers_.TryClaim(cpu, internal::CpuWriterTable::kToken)) {
     return FailedPreconditionError(
-        "PerCpuCounter::AcquireWriter: cpu " + std::to_string(cpu) +
+        "ApproxCounter::AcquireWriter: cpu " + std::to_string(cpu) +
         (writers_.StateOf(cpu) == internal::CpuWriterTable::kDead
              ? " is offline"
              : " already has a writer"));
@@ -79,8 +79,8 @@ StatusOr<PerCpuCounter::WriterToken> PerCpuCounter::AcquireWriter(int cpu) {
   return WriterToken(this, cpu);
 }
 
-PerCpuCounter::PerCpuCounter(Topology& topo, PerCpuAllocator& alloc,
-                             int32_t batch, PerCpuPtr<PerCpuCounterSlot> slots,
+ApproxCounter::ApproxCounter(Topology& topo, PerCpuAllocator& alloc,
+                             int32_t batch, PerCpuPtr<ApproxCounterSlot> slots,
                              int64_t initial)
     : topo_(topo),
       alloc_(alloc),
@@ -92,27 +92,27 @@ PerCpuCounter::PerCpuCounter(Topology& topo, PerCpuAllocator& alloc,
   count_.store(initial, std::memory_order_relaxed);
 }
 
-PerCpuCounter::~PerCpuCounter() {
+ApproxCounter::~ApproxCounter() {
   // Unregister first: after it returns the fold callback is not running and
   // never runs again, so it cannot touch freed slots.
   if (callback_id_ != 0) (void)topo_.UnregisterHotplugCallbacks(callback_id_);
   if (slots_) (void)alloc_.Free(slots_);
 }
 
-Status PerCpuCounter::AddChecked(int cpu, int64_t amount) {
+Status ApproxCounter::AddChecked(int cpu, int64_t amount) {
   Status valid = topo_.ValidateCpu(cpu);
   if (!valid.ok()) {
-    return OutOfRangeError("PerCpuCounter::Add: " + valid.message());
+    return OutOfRangeError("ApproxCounter::Add: " + valid.message());
   }
   if (!topo_.IsOnline(cpu)) {
-    return FailedPreconditionError("PerCpuCounter::Add: cpu " +
+    return FailedPreconditionError("ApproxCounter::Add: cpu " +
                                    std::to_string(cpu) + " is not online");
   }
   Add(cpu, amount);
   return Status::Ok();
 }
 
-int64_t PerCpuCounter::SumOnline() const {
+int64_t ApproxCounter::SumOnline() const {
   for (;;) {
     // Pass 1: every online CPU's flush_seq, waiting for even values. The
     // acquire load in ReadBegin makes every flush that completed before it
@@ -148,15 +148,15 @@ int64_t PerCpuCounter::SumOnline() const {
   }
 }
 
-int64_t PerCpuCounter::Sum() const {
+int64_t ApproxCounter::Sum() const {
   return ReadHotplugConsistent(topo_, [this] { return SumOnline(); });
 }
 
-int64_t PerCpuCounter::ErrorBound() const {
+int64_t ApproxCounter::ErrorBound() const {
   return static_cast<int64_t>(batch_) * OnlineCount(topo_);
 }
 
-int PerCpuCounter::Compare(int64_t rhs) const {
+int ApproxCounter::Compare(int64_t rhs) const {
   const int64_t approx = Read();
   const uint64_t bound = static_cast<uint64_t>(ErrorBound());
   // |approx - rhs| computed without signed overflow.
@@ -171,9 +171,9 @@ int PerCpuCounter::Compare(int64_t rhs) const {
   return 0;
 }
 
-Status PerCpuCounter::FoldCallback(HotplugEvent event, int cpu) {
+Status ApproxCounter::FoldCallback(HotplugEvent event, int cpu) {
   if (cpu < 0 || cpu >= num_possible_) {
-    return OutOfRangeError("PerCpuCounter::FoldCallback: cpu " +
+    return OutOfRangeError("ApproxCounter::FoldCallback: cpu " +
                            std::to_string(cpu));
   }
   if (event == HotplugEvent::kOffline) {
@@ -184,7 +184,7 @@ Status PerCpuCounter::FoldCallback(HotplugEvent event, int cpu) {
     // This callback is the slot's only writer now. The move is both a
     // flush_seq write section (for Sum's per-CPU check) and part of the
     // hotplug write section (the online bit clears in the same one).
-    PerCpuCounterSlot& s = *slots_.on(cpu);
+    ApproxCounterSlot& s = *slots_.on(cpu);
     // Relaxed suffices: single writer now, ordered after the last owner by
     // MarkDead's acquire CAS.
     const int32_t d = s.delta.load(std::memory_order_relaxed);
@@ -192,7 +192,7 @@ Status PerCpuCounter::FoldCallback(HotplugEvent event, int cpu) {
     if (was == internal::CpuWriterTable::kToken) {
       // A usage error, reported loudly (the event returns this Status).
       return FailedPreconditionError(
-          "PerCpuCounter: a WriterToken of the CPU is still held at Offline "
+          "ApproxCounter: a WriterToken of the CPU is still held at Offline "
           "(release it before the CPU goes offline)");
     }
   } else if (event == HotplugEvent::kOnline) {

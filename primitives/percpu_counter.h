@@ -1,6 +1,7 @@
-// PerCpuCounter: a 64-bit signed counter that is cheap to update from many
+// ApproxCounter: a 64-bit signed counter that is cheap to update from many
 // CPUs and cheap to read approximately (the semantics of the kernel's
-// lib/percpu_counter.c; our own, lock-free implementation).
+// lib/percpu_counter.c; our own, lock-free implementation). Formerly
+// PerCpuCounter, now a deprecated alias (removed in 0.3).
 //
 // State: one shared 64-bit count plus one 32-bit delta per CPU. Add(cpu, a)
 // adds `a` to cpu's delta; when the delta's magnitude would reach `batch`,
@@ -82,26 +83,26 @@
 
 namespace percpu {
 
-// One CPU's part of a PerCpuCounter. Zero-filled memory is a valid slot.
-struct PerCpuCounterSlot {
+// One CPU's part of an ApproxCounter. Zero-filled memory is a valid slot.
+struct ApproxCounterSlot {
   internal::Atomic<int32_t> delta{0};
   SeqCount flush_seq;
 };
 
-class PerCpuCounter {
+class ApproxCounter {
  public:
   // The kernel's default: max(32, 2 * online CPUs).
   static int32_t DefaultBatch(const Topology& topo);
 
   // batch == 0 selects DefaultBatch(topo). InvalidArgument for batch < 0;
   // allocation errors from the allocator; registration errors from topo.
-  static StatusOr<std::unique_ptr<PerCpuCounter>> Create(
+  static StatusOr<std::unique_ptr<ApproxCounter>> Create(
       Topology& topo, PerCpuAllocator& alloc, int64_t initial = 0,
       int32_t batch = 0);
 
-  ~PerCpuCounter();
-  PerCpuCounter(const PerCpuCounter&) = delete;
-  PerCpuCounter& operator=(const PerCpuCounter&) = delete;
+  ~ApproxCounter();
+  ApproxCounter(const ApproxCounter&) = delete;
+  ApproxCounter& operator=(const ApproxCounter&) = delete;
 
   // Adds `amount` on `cpu`, safe from any thread with any id: e.g.
   // Add(sched_getcpu(), 1) from many threads is exact. The add claims the
@@ -113,7 +114,7 @@ class PerCpuCounter {
   void Add(int cpu, int64_t amount) {
     if (cpu < 0 || cpu >= num_possible_) {
 #if PERCPU_CONTRACT_CHECKS
-      internal::ReportContractViolation("PerCpuCounter::Add: invalid cpu id");
+      internal::ReportContractViolation("ApproxCounter::Add: invalid cpu id");
 #endif
       AddShared(amount);
       return;
@@ -157,7 +158,7 @@ class PerCpuCounter {
 #if PERCPU_CONTRACT_CHECKS
       if (c_ == nullptr) {
         internal::ReportContractViolation(
-            "PerCpuCounter::WriterToken::Add: empty token");
+            "ApproxCounter::WriterToken::Add: empty token");
         return;
       }
 #endif
@@ -174,9 +175,9 @@ class PerCpuCounter {
     }
 
    private:
-    friend class PerCpuCounter;
-    WriterToken(PerCpuCounter* c, int cpu) : c_(c), cpu_(cpu) {}
-    PerCpuCounter* c_ = nullptr;
+    friend class ApproxCounter;
+    WriterToken(ApproxCounter* c, int cpu) : c_(c), cpu_(cpu) {}
+    ApproxCounter* c_ = nullptr;
     int cpu_ = -1;
   };
 
@@ -208,17 +209,17 @@ class PerCpuCounter {
   int32_t batch() const { return batch_; }
   // The per-CPU slots (diagnostics and tests; the model tests construct the
   // checker's atomics in place through it).
-  const PerCpuPtr<PerCpuCounterSlot>& slots() const { return slots_; }
+  const PerCpuPtr<ApproxCounterSlot>& slots() const { return slots_; }
   // batch * number of online CPUs (read relaxed, a hint under hotplug).
   int64_t ErrorBound() const;
 
  private:
-  PerCpuCounter(Topology& topo, PerCpuAllocator& alloc, int32_t batch,
-                PerCpuPtr<PerCpuCounterSlot> slots, int64_t initial);
+  ApproxCounter(Topology& topo, PerCpuAllocator& alloc, int32_t batch,
+                PerCpuPtr<ApproxCounterSlot> slots, int64_t initial);
 
   // The add by the CPU's current owner (transient claim or token).
   void AddOwned(int cpu, int64_t amount) {
-    PerCpuCounterSlot& s = *slots_.on(cpu);
+    ApproxCounterSlot& s = *slots_.on(cpu);
     // Relaxed suffices: the owner is the delta's only writer and reads its
     // own latest store (or the previous owner's / the fold's, ordered by the
     // claim's acquire CAS).
@@ -242,7 +243,7 @@ class PerCpuCounter {
     count_.fetch_add(amount, std::memory_order_relaxed);
   }
 
-  void Flush(PerCpuCounterSlot& s, int64_t moved) {
+  void Flush(ApproxCounterSlot& s, int64_t moved) {
     s.flush_seq.WriteBegin();
     // Relaxed suffices: the write section's release fence (WriteBegin) and
     // release store (WriteEnd) order it for Sum(); atomicity of the RMW keeps
@@ -265,15 +266,17 @@ class PerCpuCounter {
   const internal::PerCpuOwners owners_{topo_, alloc_};
   const int32_t batch_;
   const int num_possible_;
-  PerCpuPtr<PerCpuCounterSlot> slots_;
+  PerCpuPtr<ApproxCounterSlot> slots_;
   internal::Atomic<int64_t> count_{0};
   internal::CpuWriterTable writers_;  // who writes each CPU's delta
   uint64_t callback_id_ = 0;
 };
 
-// The job name (README "Which type for which job"): an approximate counter
-// with an O(1) read (and an exact Sum()).
-using ApproxCounter = PerCpuCounter;
+// The old names (0.1). Removed in 0.3.
+using PerCpuCounter [[deprecated("use ApproxCounter; removed in 0.3")]] =
+    ApproxCounter;
+using PerCpuCounterSlot
+    [[deprecated("use ApproxCounterSlot; removed in 0.3")]] = ApproxCounterSlot;
 
 }  // namespace percpu
 

@@ -25,27 +25,27 @@ namespace {
 using testing::Env;
 using testing::MakeEnv;
 
-std::unique_ptr<PerCpuCounter> MakeCounter(Env& env, int64_t initial,
+std::unique_ptr<ApproxCounter> MakeCounter(Env& env, int64_t initial,
                                            int32_t batch) {
-  auto c = PerCpuCounter::Create(*env.topo, *env.alloc, initial, batch);
+  auto c = ApproxCounter::Create(*env.topo, *env.alloc, initial, batch);
   REQUIRE(c.ok());
   return std::move(*c);
 }
 
 TEST_CASE("Create validates the batch and picks the kernel's default") {
   Env env = MakeEnv(64, 64, 20);
-  auto bad = PerCpuCounter::Create(*env.topo, *env.alloc, 0, -1);
+  auto bad = ApproxCounter::Create(*env.topo, *env.alloc, 0, -1);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
   CHECK(bad.status().message().find("batch -1") != std::string::npos);
-  CHECK(PerCpuCounter::DefaultBatch(*env.topo) == 40);
+  CHECK(ApproxCounter::DefaultBatch(*env.topo) == 40);
   auto c = MakeCounter(env, 5, 0);
   CHECK(c->batch() == 40);
   CHECK(c->ErrorBound() == 40 * 20);
   CHECK(c->Read() == 5);
   CHECK(c->Sum() == 5);
   Env small = MakeEnv(4, 4, 4);
-  CHECK(PerCpuCounter::DefaultBatch(*small.topo) == 32);
+  CHECK(ApproxCounter::DefaultBatch(*small.topo) == 32);
 }
 
 TEST_CASE("deltas stay per CPU until they reach the batch") {
@@ -314,7 +314,7 @@ TEST_CASE("WriterToken: exclusive per CPU, refused offline, released") {
   auto again = c->AcquireWriter(1);
   CHECK(again.status().code() == StatusCode::kFailedPrecondition);
   CHECK(again.status().message() ==
-        "PerCpuCounter::AcquireWriter: cpu 1 already has a writer");
+        "ApproxCounter::AcquireWriter: cpu 1 already has a writer");
   CHECK(c->AcquireWriter(4).status().code() == StatusCode::kOutOfRange);
   CHECK(c->AcquireWriter(-1).status().code() == StatusCode::kOutOfRange);
   for (int i = 0; i < 20; ++i) w->Add(1);
@@ -330,7 +330,7 @@ TEST_CASE("WriterToken: exclusive per CPU, refused offline, released") {
   auto off = c->AcquireWriter(1);
   CHECK(off.status().code() == StatusCode::kFailedPrecondition);
   CHECK(off.status().message() ==
-        "PerCpuCounter::AcquireWriter: cpu 1 is offline");
+        "ApproxCounter::AcquireWriter: cpu 1 is offline");
   c->Add(1, 3);
   CHECK(c->Sum() == 28);
   // P2: a new token after Online.
@@ -340,7 +340,7 @@ TEST_CASE("WriterToken: exclusive per CPU, refused offline, released") {
   back->Add(2);
   CHECK(c->Sum() == 30);
   // Moving a token moves the ownership.
-  PerCpuCounter::WriterToken moved = std::move(*back);
+  ApproxCounter::WriterToken moved = std::move(*back);
   CHECK_FALSE(back->valid());
   moved.Add(1);
   CHECK(c->Sum() == 31);

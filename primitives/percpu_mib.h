@@ -1,8 +1,12 @@
-// PerCpuMib<N>: N 64-bit statistics counters per CPU (an SNMP-MIB-like
+// LcoreStats<N>: N 64-bit statistics counters per CPU (an SNMP-MIB-like
 // block, the kernel's DEFINE_SNMP_STAT + snmp_fold_field, our own code),
 // made safe across CPU hotplug: when a CPU goes offline its counts are
 // folded into a per-object offline accumulator, so readers visit only the
-// online CPUs and no count is ever lost or counted twice.
+// online CPUs and no count is ever lost or counted twice. The job: per-lcore
+// statistics for threads pinned to a CPU (README "Which type for which
+// job"). Formerly PerCpuMib<N>, now a deprecated alias (removed in 0.3).
+// Not to be confused with PerCpuU64Mib<N> (percpu_stats.h), the building
+// block under CounterSet<N>, whose writers need no CPU id and no pinning.
 //
 // Layout: one U64StatMib<N> (N U64Stat + one U64StatsSync) per CPU,
 // allocated with the per-CPU allocator, plus N U64Stat accumulators.
@@ -70,28 +74,28 @@
 namespace percpu {
 
 template <size_t N>
-class PerCpuMib {
+class LcoreStats {
  public:
   using Block = U64StatMib<N>;
   static constexpr size_t kItems = N;
 
   // Allocates the per-CPU blocks (zeroed) and registers the fold callback.
-  static StatusOr<std::unique_ptr<PerCpuMib>> Create(Topology& topo,
+  static StatusOr<std::unique_ptr<LcoreStats>> Create(Topology& topo,
                                                      PerCpuAllocator& alloc) {
     StatusOr<PerCpuPtr<Block>> blocks = alloc.Allocate<Block>();
     if (!blocks.ok()) return blocks.status();
-    std::unique_ptr<PerCpuMib> mib(
-        new (std::nothrow) PerCpuMib(topo, alloc, *blocks));
+    std::unique_ptr<LcoreStats> mib(
+        new (std::nothrow) LcoreStats(topo, alloc, *blocks));
     if (mib == nullptr) {
       (void)alloc.Free(*blocks);
-      return ResourceExhaustedError("PerCpuMib::Create: out of memory");
+      return ResourceExhaustedError("LcoreStats::Create: out of memory");
     }
     if (!mib->writers_.Init(topo.num_possible())) {
-      return ResourceExhaustedError("PerCpuMib::Create: out of memory");
+      return ResourceExhaustedError("LcoreStats::Create: out of memory");
     }
     // Registered before any writer can see the object: an event that ran
     // before registration found this object's slots still zero.
-    PerCpuMib* self = mib.get();
+    LcoreStats* self = mib.get();
     StatusOr<uint64_t> id = topo.RegisterHotplugCallbacks(
         nullptr, [self](HotplugEvent event, int cpu) {
           return self->FoldCallback(event, cpu);
@@ -105,7 +109,7 @@ class PerCpuMib {
     return mib;
   }
 
-  ~PerCpuMib() {
+  ~LcoreStats() {
     // Unregister first: afterwards the callback is not running and never
     // runs again, so it cannot touch the freed blocks.
     if (callback_id_ != 0) {
@@ -114,8 +118,8 @@ class PerCpuMib {
     (void)alloc_.Free(blocks_);
   }
 
-  PerCpuMib(const PerCpuMib&) = delete;
-  PerCpuMib& operator=(const PerCpuMib&) = delete;
+  LcoreStats(const LcoreStats&) = delete;
+  LcoreStats& operator=(const LcoreStats&) = delete;
 
   // Adds `delta` to item `item` of `cpu`, safe from any thread with any id
   // (e.g. sched_getcpu()): the add claims the CPU for itself (one CAS); if
@@ -127,7 +131,7 @@ class PerCpuMib {
     if (cpu < 0 || cpu >= num_possible_ || item >= N) {
 #if PERCPU_CONTRACT_CHECKS
       internal::ReportContractViolation(
-          "PerCpuMib::Add: cpu or item out of range");
+          "LcoreStats::Add: cpu or item out of range");
 #endif
       if (item < N) AddShared(item, delta);
       return;
@@ -141,7 +145,7 @@ class PerCpuMib {
   }
   void Inc(int cpu, size_t item) { Add(cpu, item, 1); }
 
-  // The single-writer fast path (as PerCpuCounter::WriterToken): exclusive
+  // The single-writer fast path (as ApproxCounter::WriterToken): exclusive
   // ownership of one CPU's block; Add() is the syncp update of one item.
   // Release it before the CPU goes offline (P1), acquire a new one after
   // Online() returned (P2); its acquisition orders its adds after earlier
@@ -170,7 +174,7 @@ class PerCpuMib {
       if (m_ == nullptr || item >= N) {
 #if PERCPU_CONTRACT_CHECKS
         internal::ReportContractViolation(
-            "PerCpuMib::WriterToken::Add: empty token or item out of range");
+            "LcoreStats::WriterToken::Add: empty token or item out of range");
 #endif
         return;
       }
@@ -185,9 +189,9 @@ class PerCpuMib {
     }
 
    private:
-    friend class PerCpuMib;
-    WriterToken(PerCpuMib* m, int cpu) : m_(m), cpu_(cpu) {}
-    PerCpuMib* m_ = nullptr;
+    friend class LcoreStats;
+    WriterToken(LcoreStats* m, int cpu) : m_(m), cpu_(cpu) {}
+    LcoreStats* m_ = nullptr;
     int cpu_ = -1;
   };
 
@@ -196,11 +200,11 @@ class PerCpuMib {
   StatusOr<WriterToken> AcquireWriter(int cpu) {
     Status valid = topo_.ValidateCpu(cpu);
     if (!valid.ok()) {
-      return OutOfRangeError("PerCpuMib::AcquireWriter: " + valid.message());
+      return OutOfRangeError("LcoreStats::AcquireWriter: " + valid.message());
     }
     if (!writers_.TryClaim(cpu, internal::CpuWriterTable::kToken)) {
       return FailedPreconditionError(
-          "PerCpuMib::AcquireWriter: cpu " + std::to_string(cpu) +
+          "LcoreStats::AcquireWriter: cpu " + std::to_string(cpu) +
           (writers_.StateOf(cpu) == internal::CpuWriterTable::kDead
                ? " is offline"
                : " already has a writer"));
@@ -213,14 +217,14 @@ class PerCpuMib {
   Status AddChecked(int cpu, size_t item, uint64_t delta) {
     Status valid = topo_.ValidateCpu(cpu);
     if (!valid.ok()) {
-      return OutOfRangeError("PerCpuMib::Add: " + valid.message());
+      return OutOfRangeError("LcoreStats::Add: " + valid.message());
     }
     if (item >= N) {
-      return OutOfRangeError("PerCpuMib::Add: item " + std::to_string(item) +
+      return OutOfRangeError("LcoreStats::Add: item " + std::to_string(item) +
                              " is not in [0, " + std::to_string(N) + ")");
     }
     if (!topo_.IsOnline(cpu)) {
-      return FailedPreconditionError("PerCpuMib::Add: cpu " +
+      return FailedPreconditionError("LcoreStats::Add: cpu " +
                                      std::to_string(cpu) + " is not online");
     }
     Add(cpu, item, delta);
@@ -232,7 +236,7 @@ class PerCpuMib {
   uint64_t Read(size_t item) const {
     if (item >= N) {
 #if PERCPU_CONTRACT_CHECKS
-      internal::ReportContractViolation("PerCpuMib::Read: item out of range");
+      internal::ReportContractViolation("LcoreStats::Read: item out of range");
 #endif
       return 0;
     }
@@ -293,7 +297,7 @@ class PerCpuMib {
   const PerCpuPtr<Block>& blocks() const { return blocks_; }
 
  private:
-  PerCpuMib(Topology& topo, PerCpuAllocator& alloc, PerCpuPtr<Block> blocks)
+  LcoreStats(Topology& topo, PerCpuAllocator& alloc, PerCpuPtr<Block> blocks)
       : topo_(topo),
         alloc_(alloc),
         num_possible_(topo.num_possible()),
@@ -332,7 +336,7 @@ class PerCpuMib {
 
   Status FoldCallback(HotplugEvent event, int cpu) {
     if (cpu < 0 || cpu >= num_possible_) {
-      return OutOfRangeError("PerCpuMib::FoldCallback: cpu " +
+      return OutOfRangeError("LcoreStats::FoldCallback: cpu " +
                              std::to_string(cpu));
     }
     // Only kOffline and kOnline touch the block; the CPU is present for
@@ -358,7 +362,7 @@ class PerCpuMib {
       b.syncp.UpdateEnd();
       if (was == internal::CpuWriterTable::kToken) {
         return FailedPreconditionError(
-            "PerCpuMib: a WriterToken of the CPU is still held at Offline "
+            "LcoreStats: a WriterToken of the CPU is still held at Offline "
             "(release it before the CPU goes offline)");
       }
     } else if (event == HotplugEvent::kOnline) {
@@ -382,10 +386,10 @@ class PerCpuMib {
   uint64_t callback_id_ = 0;
 };
 
-// The job name (README "Which type for which job"): per-lcore statistics
-// for threads pinned to a CPU, each writing its own CPU's block.
+// The old name (0.1). Removed in 0.3.
 template <size_t N>
-using LcoreStats = PerCpuMib<N>;
+using PerCpuMib [[deprecated("use LcoreStats; removed in 0.3")]] =
+    LcoreStats<N>;
 
 }  // namespace percpu
 

@@ -1,6 +1,9 @@
 // PerCpuPacketsBytes: a per-CPU (packets, bytes) pair written on "this CPU"
 // whose reader gets, per CPU, a pair from ONE moment: the packets and bytes of
 // the same set of updates (never packets of n updates with bytes of n+1).
+// Layer: the building block under PacketCounter (counter.h), for callers that
+// want explicit control (their own Topology and PerCpuAllocator, StatusOr
+// errors); new code wants PacketCounter.
 //
 // Why not a seqcount: an rseq section commits with exactly one store, so a
 // seqcount write section (odd store, data, even store) cannot sit inside one

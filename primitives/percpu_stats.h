@@ -8,6 +8,13 @@
 // (PerCpuPacketsBytes, the pair with a consistent read, is in
 // primitives/percpu_pair.h.)
 //
+// Layer: these are the building blocks under the job types of counter.h --
+// PerCpuU64Mib<N> runs under CounterSet<N>, PerCpuU64 under Counter -- for
+// callers that want explicit control (their own Topology and
+// PerCpuAllocator, StatusOr errors); new code wants counter.h. Not to be
+// confused with LcoreStats<N> (percpu_mib.h), whose writer is pinned and
+// passes its own CPU id: here writers run on any thread and pass none.
+//
 // Memory: one contiguous block of N internal::Atomic<uint64_t> per possible
 // CPU from a PerCpuAllocator (cpu-major: CPU c's block is at CPU 0's block +
 // c * unit stride), plus per-object accumulators and overflow counters.
@@ -19,10 +26,10 @@
 //     PerCpuStatsOptions::rseq_with_simulated_topology -- AND the hotplug
 //     fence (membarrier MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, Linux >= 5.10)
 //     registered. Add() is ONE restartable sequence (internal::
-//     RseqAddU64Present): read the CPU id, test the CPU's bit in the
+//     RseqTryAddU64Present): read the CPU id, test the CPU's bit in the
 //     topology's present mask (clear: the add goes to the overflow counter),
-//     then load/add/store the item's word: no lock prefix, single writer per
-//     slot. Bounded by the mask readers visit, no rseq add ever lands where
+//     then add to the item's word (x86_64: one unlocked addq; aarch64:
+//     load/add/store): no lock prefix, single writer per slot. Bounded by the mask readers visit, no rseq add ever lands where
 //     readers do not look (a lagging sysfs folder that does not list the
 //     real CPU yet sends its adds to the overflow counter).
 //   * fallback (everything else, in particular every simulated topology):
@@ -221,16 +228,17 @@ class PerCpuU64Mib {
       return;
     }
 #if PERCPU_HAVE_RSEQ_ASM
-    if (__builtin_expect(use_rseq_, 1)) {
-      // Bounded by the present mask readers visit (see "Writers" above).
-      const uint32_t cpu = internal::RseqAddU64Present(
-          slots_.base_address() + item * sizeof(Word), slots_.stride(), n_,
-          present_mask_, delta);
-      if (__builtin_expect(cpu >= n_, 0)) AddOverflow(item, delta);
+    // Bounded by the present mask readers visit (see "Writers" above).
+    // rseq_n_ is 0 unless use_rseq_: one compare is the mode test and the
+    // bound; every other case leaves through AddSlow().
+    if (__builtin_expect(internal::RseqTryAddU64Present(
+                             slots_.base_address() + item * sizeof(Word),
+                             slots_.stride(), rseq_n_, present_mask_, delta),
+                         1)) {
       return;
     }
 #endif
-    FallbackAdd(internal::FallbackCpuId(), item, delta);
+    AddSlow(item, delta);
   }
   void Inc(size_t item) { Add(item, 1); }
 
@@ -363,7 +371,8 @@ class PerCpuU64Mib {
         slots_(slots),
         n_(static_cast<uint32_t>(topo.num_possible())),
         present_mask_(topo.present_words()),
-        use_rseq_(use_rseq) {
+        use_rseq_(use_rseq),
+        rseq_n_(use_rseq ? n_ : 0) {
     for (size_t i = 0; i < N; ++i) {
       // Relaxed suffices: not yet published (Create returns it).
       acc_[i].store(0, std::memory_order_relaxed);
@@ -393,6 +402,16 @@ class PerCpuU64Mib {
       return;
     }
     AddOverflow(item, delta);
+  }
+
+  // rseq: the CPU id was out of range or not present (nothing written);
+  // otherwise the fallback writer.
+  [[gnu::noinline]] void AddSlow(size_t item, uint64_t delta) {
+    if (use_rseq_) {
+      AddOverflow(item, delta);
+    } else {
+      FallbackAdd(internal::FallbackCpuId(), item, delta);
+    }
   }
 
   void AddOverflow(size_t item, uint64_t delta) {
@@ -453,6 +472,7 @@ class PerCpuU64Mib {
   const uint32_t n_;
   const Word* const present_mask_;  // topo_.present_words()
   const bool use_rseq_;
+  const uint32_t rseq_n_;  // n_ if use_rseq_, else 0 (no rseq write)
   uint32_t magic_ = kAliveMagic;
   uint64_t callback_id_ = 0;
   Word acc_[N];       // written only by the hotplug callbacks

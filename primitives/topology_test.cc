@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "primitives/internal/fake_sysfs.h"
 
 namespace percpu {
 namespace {
+
+using testing::FakeSysfs;
 
 std::shared_ptr<Topology> MustSim(int possible, int present, int online) {
   auto t = Topology::Simulated(possible, present, online);
@@ -383,35 +386,6 @@ TEST_CASE("Topology: concurrent register/unregister with events") {
 
 // --- sysfs ----------------------------------------------------------------
 
-class FakeSysfs {
- public:
-  FakeSysfs() {
-    char tmpl[] = "/tmp/percpu_topo_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    dir_ = d;
-  }
-  ~FakeSysfs() {
-    for (const char* f : {"possible", "present", "online"}) {
-      std::remove((dir_ + "/" + f).c_str());
-    }
-    rmdir(dir_.c_str());
-  }
-  void Write(const char* file, const std::string& text) {
-    std::ofstream out(dir_ + "/" + file, std::ios::trunc);
-    out << text;
-  }
-  void Remove(const char* file) { std::remove((dir_ + "/" + file).c_str()); }
-  void WriteAll(const char* possible, const char* present, const char* online) {
-    Write("possible", possible);
-    Write("present", present);
-    Write("online", online);
-  }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
 
 TEST_CASE("Topology::FromSysfs on a fake directory") {
   FakeSysfs fs;

@@ -117,9 +117,14 @@ TEST_CASE("debug builds report a misaligned field") {
   auto* field = static_cast<uint64_t*>(raw);
   ContractViolationHandler previous =
       SetContractViolationHandler(&ThrowMisaligned);
-#if PERCPU_CONTRACT_CHECKS
+  // Under --config=ubsan the misaligned reference is reported by UBSan
+  // itself (a stronger check) before the contract check can run: the
+  // planted misalignment is left to the other debug configs there.
+#if PERCPU_CONTRACT_CHECKS && !defined(PERCPU_TEST_UNDER_UBSAN)
   CHECK_THROWS_AS(U64FieldRead(*field), Misaligned);
   CHECK_THROWS_AS(U64FieldSet(*field, 1), Misaligned);
+#else
+  (void)field;
 #endif
   // A well-aligned field is accepted.
   auto* aligned = reinterpret_cast<uint64_t*>(buffer + 8);

@@ -85,9 +85,13 @@ void Stress(const Options& options, Reporter& reporter) {
   if (!alloc_or.ok()) return reporter.Fail(alloc_or.status().ToString());
   PerCpuAllocator& alloc = **alloc_or;
 
-  auto mib_or = PerCpuMib<kMibItems>::Create(topo, alloc);
-  auto counter_or = PerCpuCounter::Create(topo, alloc, 0, 16);
+  auto mib_or = LcoreStats<kMibItems>::Create(topo, alloc);
+  auto counter_or = ApproxCounter::Create(topo, alloc, 0, 16);
+// CpuSlotCounter is deprecated (removed in 0.3) but still shipped: stress it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   auto cpu_slots_or = CpuSlotCounter::Create(64);
+#pragma GCC diagnostic pop
   if (!mib_or.ok() || !counter_or.ok() || !cpu_slots_or.ok()) {
     return reporter.Fail("setup failed");
   }
@@ -104,16 +108,16 @@ void Stress(const Options& options, Reporter& reporter) {
   PerCpuU64& fam_single = **fam_single_or;
   PerCpuU64Mib<kMibItems>& fam_mib = **fam_mib_or;
   PerCpuPacketsBytes& fam_pair = **fam_pair_or;
-  PerCpuMib<kMibItems>& mib = **mib_or;
-  PerCpuCounter& counter = **counter_or;
-  CpuSlotCounter& cpu_slots = **cpu_slots_or;
-  std::vector<std::unique_ptr<LazyFlowStats>> flows;
+  LcoreStats<kMibItems>& mib = **mib_or;
+  ApproxCounter& counter = **counter_or;
+  auto& cpu_slots = **cpu_slots_or;  // the deprecated CpuSlotCounter
+  std::vector<std::unique_ptr<FlowStats>> flows;
   for (int f = 0; f < kFlows; ++f) {
-    auto flow = LazyFlowStats::Create(writers + 4);
+    auto flow = FlowStats::Create(writers + 4);
     if (!flow.ok()) return reporter.Fail(flow.status().ToString());
     flows.push_back(std::move(*flow));
   }
-  PerThreadCounter per_thread;
+  ThreadCounter per_thread;
 
   std::vector<CpuControl> control(writers);
   std::vector<WriterTotals> attempted(writers);
@@ -153,7 +157,7 @@ void Stress(const Options& options, Reporter& reporter) {
           case 1:
             mine.counter.store(mine.counter.load(std::memory_order_relaxed) + d,
                                std::memory_order_relaxed);
-            std::atomic_thread_fence(std::memory_order_release);  // Pairs with: acquire fence in PerCpuCounter::Sum().
+            std::atomic_thread_fence(std::memory_order_release);  // Pairs with: acquire fence in ApproxCounter::Sum().
             counter.Add(w, static_cast<int64_t>(d));
             break;
           case 2:
@@ -381,7 +385,7 @@ void Stress(const Options& options, Reporter& reporter) {
         live.pop_back();
       }
       if (rounds % 16 == 0) {
-        auto extra = PerCpuMib<4>::Create(topo, alloc);
+        auto extra = LcoreStats<4>::Create(topo, alloc);
         if (!extra.ok()) reporter.Fail("churn MIB: " + extra.status().ToString());
       }
       if (rounds % 32 == 0) {

@@ -446,7 +446,7 @@ TEST_CASE("mutex: recursive_mutex may be relocked by its owner") {
 }
 
 // A destructor that takes a mutex (an object unregistering itself, as
-// PerThreadCounter does): thread 1 deletes the object while thread 0 may
+// ThreadCounter does): thread 1 deletes the object while thread 0 may
 // hold the mutex. An execution abandoned (pruned, or failed elsewhere)
 // while thread 1 waits inside the destructor -- implicitly noexcept -- must
 // be dropped, not end the process in std::terminate (the checker unwinds

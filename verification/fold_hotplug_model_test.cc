@@ -1,4 +1,4 @@
-// Model tests of the hotplug fold protocol: the real PerCpuMib
+// Model tests of the hotplug fold protocol: the real LcoreStats
 // (primitives/percpu_mib.h), Topology (primitives/topology.cc) and fold
 // routines compiled with PERCPU_MODEL_CHECK, so every atomic of the mask
 // words, the hotplug seqcount, the per-CPU syncp and the counters is an
@@ -44,12 +44,12 @@ struct OfflineVsReader
                                     : rl::test_result_user_assert_failed> {
   std::shared_ptr<Topology> topo;
   std::shared_ptr<PerCpuAllocator> alloc;
-  std::unique_ptr<PerCpuMib<1>> mib;
+  std::unique_ptr<LcoreStats<1>> mib;
 
   void before() {
     topo = std::move(*Topology::Simulated(2, 2, 2));
     alloc = std::move(*PerCpuAllocator::Create(topo.get()));
-    mib = std::move(*PerCpuMib<1>::Create(*topo, *alloc));
+    mib = std::move(*LcoreStats<1>::Create(*topo, *alloc));
     ConstructInPlace(mib->blocks(), 2);
   }
   void after() {

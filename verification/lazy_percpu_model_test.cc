@@ -1,4 +1,4 @@
-// Model tests of LazyFlowStats (primitives/lazy_percpu.h) compiled with
+// Model tests of FlowStats (primitives/lazy_percpu.h) compiled with
 // PERCPU_MODEL_CHECK: the real lazy slot allocation, publication (release
 // store of the slot pointer, release fetch_or of the allocated bitmap) and
 // the acquire-loading fold, with every C++20 execution explored.
@@ -11,7 +11,7 @@
 //   * an update whose slot cannot be allocated lands in the shared slot 0
 //     and is not lost, even while CPU 0 writes slot 0 concurrently.
 //
-// Mutants (BasicLazyFlowStats with a weakened internal::LazyFlowStatsRecipe):
+// Mutants (BasicFlowStats with a weakened internal::FlowStatsRecipe):
 // a publication or a read without any release/acquire pair lets a reader
 // access a slot whose construction does not happen before it, which the
 // checker reports as a data race. Each order alone is covered by its partner
@@ -29,37 +29,37 @@
 namespace percpu {
 namespace {
 
-using internal::LazyFlowStatsRecipe;
+using internal::FlowStatsRecipe;
 
 constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
 
 // The mutations of the recipe.
-struct RelaxedPublication : LazyFlowStatsRecipe {  // no release at all
+struct RelaxedPublication : FlowStatsRecipe {  // no release at all
   static constexpr std::memory_order kSlotStore = kRelaxed;
   static constexpr std::memory_order kBitmapRmw = kRelaxed;
 };
-struct RelaxedReads : LazyFlowStatsRecipe {  // no acquire at all
+struct RelaxedReads : FlowStatsRecipe {  // no acquire at all
   static constexpr std::memory_order kBitmapLoad = kRelaxed;
   static constexpr std::memory_order kSlotLoad = kRelaxed;
 };
 // Single weakenings: still correct (see the header comment).
-struct RelaxedSlotStore : LazyFlowStatsRecipe {
+struct RelaxedSlotStore : FlowStatsRecipe {
   static constexpr std::memory_order kSlotStore = kRelaxed;
 };
-struct RelaxedBitmapRmw : LazyFlowStatsRecipe {
+struct RelaxedBitmapRmw : FlowStatsRecipe {
   static constexpr std::memory_order kBitmapRmw = kRelaxed;
 };
-struct RelaxedBitmapLoad : LazyFlowStatsRecipe {
+struct RelaxedBitmapLoad : FlowStatsRecipe {
   static constexpr std::memory_order kBitmapLoad = kRelaxed;
 };
-struct RelaxedSlotLoad : LazyFlowStatsRecipe {
+struct RelaxedSlotLoad : FlowStatsRecipe {
   static constexpr std::memory_order kSlotLoad = kRelaxed;
 };
 
 template <typename Recipe>
 struct PublicationVsRead : rl::test_suite<PublicationVsRead<Recipe>, 2> {
-  std::unique_ptr<BasicLazyFlowStats<Recipe>> st;
-  void before() { st = std::move(*BasicLazyFlowStats<Recipe>::Create(2)); }
+  std::unique_ptr<BasicFlowStats<Recipe>> st;
+  void before() { st = std::move(*BasicFlowStats<Recipe>::Create(2)); }
   void after() {
     RL_ASSERT(st->Read().packets == 1);
     st.reset();
@@ -84,14 +84,14 @@ struct PublicationVsRead : rl::test_suite<PublicationVsRead<Recipe>, 2> {
 // CPU 1's slot allocation always fails: its update goes to slot 0, which
 // CPU 0 updates at the same time. Both RMWs must survive.
 struct FallbackSharesSlot0 : rl::test_suite<FallbackSharesSlot0, 2> {
-  std::unique_ptr<LazyFlowStats> st;
+  std::unique_ptr<FlowStats> st;
   void before() {
     LazySlotAllocator a = LazySlotAllocator::Default();
     a.allocate = [](void*, size_t size, size_t align, int cpu) -> void* {
       if (cpu != 0) return nullptr;
       return ::operator new(size, std::align_val_t(align), std::nothrow);
     };
-    st = std::move(*LazyFlowStats::Create(2, a));
+    st = std::move(*FlowStats::Create(2, a));
   }
   void after() {
     const FlowStatsValues v = st->Read();
@@ -112,7 +112,7 @@ struct FallbackSharesSlot0 : rl::test_suite<FallbackSharesSlot0, 2> {
 };
 
 TEST_CASE("lazy per-CPU stats: readers racing slot publication") {
-  CHECK(model::CheckExhaustive<PublicationVsRead<LazyFlowStatsRecipe>>());
+  CHECK(model::CheckExhaustive<PublicationVsRead<FlowStatsRecipe>>());
 }
 
 TEST_CASE("lazy per-CPU stats: unordered publication is caught") {

@@ -1,4 +1,4 @@
-// Model tests of PerThreadCounter's exit fold: the real protocol functions
+// Model tests of ThreadCounter's exit fold: the real protocol functions
 // of primitives/per_thread.h (PerThreadOwnerAdd, PerThreadExitFold,
 // PerThreadSum) compiled with PERCPU_MODEL_CHECK, so their atomics and the
 // SeqCount they use are rl::atomic and every C++20 execution is explored.

@@ -1,4 +1,4 @@
-// Model test of PerThreadCounter's registry (primitives/per_thread.cc,
+// Model test of ThreadCounter's registry (primitives/per_thread.cc,
 // primitives/internal/per_thread_registry.h) compiled with
 // PERCPU_MODEL_CHECK: the registry's mutex is internal::Mutex, i.e. the
 // checker's rl::mutex, and the slots, chunk list, accumulator and seqcount
@@ -7,7 +7,7 @@
 // the registry's own code. Each execution owns a fresh registry; checker
 // threads have no thread_local storage of their own, so each passes its
 // PerThreadState explicitly (PerThreadRegistry::Add/Retire are what
-// PerThreadCounter::Add and the thread-exit hook call).
+// ThreadCounter::Add and the thread-exit hook call).
 //
 // Proof obligations (per_thread.h, docs/writers.md "The exit fold"):
 //   * every Sum() is a state the counter had: each thread's contribution
@@ -64,10 +64,10 @@ struct WritersExitsReaders
   PerThreadRegistry registry;
   // Created in before() and destroyed in after(), inside the execution
   // (its destructor frees its chunks: the heap model checks that).
-  PerThreadCounter* c = nullptr;
+  ThreadCounter* c = nullptr;
   PerThreadState st[3];
 
-  void before() { c = new PerThreadCounter(registry); }
+  void before() { c = new ThreadCounter(registry); }
 
   static bool Consistent(uint64_t s) {
     const uint64_t t0 = s & 3;
@@ -120,19 +120,19 @@ struct WritersExitsReaders
 // A thread whose counter is destroyed (and its id reused by a new counter)
 // while the thread is alive: its exit must neither fold into the dead
 // counter's freed memory (heap model: use after free) nor into the new
-// counter that took the id (its serial differs). T0 adds 1 to c1 and
-// exits; T1 destroys c1 once T0's add is done (release/acquire flag),
-// creates c2 (same id) and adds 2 to it; both orders of T0's exit and T1's
-// destruction are explored.
+// counter that took the id (the destructor cleared the thread's entry).
+// T0 adds 1 to c1 and exits; T1 destroys c1 once T0's add is done
+// (release/acquire flag), creates c2 (same id) and adds 2 to it; both
+// orders of T0's exit and T1's destruction are explored.
 struct CounterDiesBeforeThreadExit
     : rl::test_suite<CounterDiesBeforeThreadExit, 2> {
   PerThreadRegistry registry;
-  PerThreadCounter* c1 = nullptr;
-  PerThreadCounter* c2 = nullptr;
+  ThreadCounter* c1 = nullptr;
+  ThreadCounter* c2 = nullptr;
   internal::Atomic<int> added{0};
   PerThreadState st[2];
 
-  void before() { c1 = new PerThreadCounter(registry); }
+  void before() { c1 = new ThreadCounter(registry); }
 
   void thread(unsigned index) {
     if (index == 0) {
@@ -148,7 +148,7 @@ struct CounterDiesBeforeThreadExit
       RL_ASSERT(c1->Sum() == 1);  // T0's add happened before
       delete c1;
       c1 = nullptr;
-      c2 = new PerThreadCounter(registry);
+      c2 = new ThreadCounter(registry);
       registry.Add(c2, &st[1], 2);
     }
   }

@@ -1,4 +1,4 @@
-// Model tests of PerCpuCounter (primitives/percpu_counter.{h,cc}) compiled
+// Model tests of ApproxCounter (primitives/percpu_counter.{h,cc}) compiled
 // with PERCPU_MODEL_CHECK: the real flush protocol, Sum() and the offline
 // fold callback, with every C++20 execution explored.
 //
@@ -32,12 +32,12 @@ void ConstructInPlace(const PerCpuPtr<T>& p, int cpus) {
 struct Fixture {
   std::shared_ptr<Topology> topo;
   std::shared_ptr<PerCpuAllocator> alloc;
-  std::unique_ptr<PerCpuCounter> counter;
+  std::unique_ptr<ApproxCounter> counter;
 
   void Make(int cpus, int32_t batch) {
     topo = std::move(*Topology::Simulated(cpus, cpus, cpus));
     alloc = std::move(*PerCpuAllocator::Create(topo.get()));
-    counter = std::move(*PerCpuCounter::Create(*topo, *alloc, 0, batch));
+    counter = std::move(*ApproxCounter::Create(*topo, *alloc, 0, batch));
     // Nothing has touched the slots yet: construct the checker's atomics.
     ConstructInPlace(counter->slots(), cpus);
   }

@@ -15,7 +15,7 @@
 //      (the value is moved by exactly one exchange);
 //   F3 monotonic: a reader's second total is >= its first.
 // Mutant: readers that visit only the ONLINE CPUs (the protocol the
-// writer-quiescing PerCpuMib uses) lose the late add: must be caught.
+// writer-quiescing LcoreStats uses) lose the late add: must be caught.
 #include <cstdint>
 #include <memory>
 #include <new>

@@ -1,4 +1,4 @@
-// Issue 12 item 1, PerCpuCounter and PerCpuMib: a writer that restarts a CPU after
+// Issue 12 item 1, ApproxCounter and LcoreStats: a writer that restarts a CPU after
 // Offline/Online run by ANOTHER thread. Before the fix its relaxed delta
 // store was not ordered after the offline fold: a reader could see the new
 // delta with the old seqcount and the old count (2 where only {0, 5, 7}
@@ -39,13 +39,13 @@ struct RestartAfterOfflineOnline
     : rl::test_suite<RestartAfterOfflineOnline, 3> {
   std::shared_ptr<Topology> topo;
   std::shared_ptr<PerCpuAllocator> alloc;
-  std::unique_ptr<PerCpuCounter> counter;
+  std::unique_ptr<ApproxCounter> counter;
   internal::Atomic<int> resumed{0};  // P2: Online returned before restart
 
   void before() {
     topo = std::move(*Topology::Simulated(2, 2, 2));
     alloc = std::move(*PerCpuAllocator::Create(topo.get()));
-    counter = std::move(*PerCpuCounter::Create(*topo, *alloc, 0, 64));
+    counter = std::move(*ApproxCounter::Create(*topo, *alloc, 0, 64));
     ConstructInPlace(counter->slots(), 2);
     auto w = counter->AcquireWriter(1);
     RL_ASSERT(w.ok());
@@ -77,7 +77,7 @@ struct RestartAfterOfflineOnline
   }
 };
 
-TEST_CASE("PerCpuCounter: writer restart on another thread after a fold") {
+TEST_CASE("ApproxCounter: writer restart on another thread after a fold") {
   rl::test_params p;
   p.search_type = rl::sched_full;
   p.output_history = false;
@@ -92,7 +92,7 @@ TEST_CASE("PerCpuCounter: writer restart on another thread after a fold") {
   MESSAGE("executions=" << p.executions);
 }
 
-// The same scenario for PerCpuMib<2> (the per-lcore stats): item 0 gets 5
+// The same scenario for LcoreStats<2> (the per-lcore stats): item 0 gets 5
 // from the first writer (before()), the fold moves it into the
 // accumulator, and the restarted writer adds 2 to item 0 and 3 to item 1.
 // Thread 2 takes one Snapshot: item 0 is 5 or 7 and item 1 is 0 or 3; the
@@ -102,13 +102,13 @@ struct MibRestartAfterOfflineOnline
     : rl::test_suite<MibRestartAfterOfflineOnline, 3> {
   std::shared_ptr<Topology> topo;
   std::shared_ptr<PerCpuAllocator> alloc;
-  std::unique_ptr<PerCpuMib<2>> mib;
+  std::unique_ptr<LcoreStats<2>> mib;
   internal::Atomic<int> resumed{0};  // P2: Online returned before restart
 
   void before() {
     topo = std::move(*Topology::Simulated(2, 2, 2));
     alloc = std::move(*PerCpuAllocator::Create(topo.get()));
-    mib = std::move(*PerCpuMib<2>::Create(*topo, *alloc));
+    mib = std::move(*LcoreStats<2>::Create(*topo, *alloc));
     ConstructInPlace(mib->blocks(), 2);
     auto w = mib->AcquireWriter(1);
     RL_ASSERT(w.ok());
@@ -147,7 +147,7 @@ struct MibRestartAfterOfflineOnline
   }
 };
 
-TEST_CASE("PerCpuMib: writer restart on another thread after a fold") {
+TEST_CASE("LcoreStats: writer restart on another thread after a fold") {
   rl::test_params p;
   p.search_type = rl::sched_full;
   p.output_history = false;

@@ -148,7 +148,12 @@ struct Counters {
   std::unique_ptr<PerCpuU64> u64;
   std::unique_ptr<PerCpuU64Mib<8>> mib;
   std::unique_ptr<PerCpuPacketsBytes> pair;
+// CpuSlotCounter is deprecated (removed in 0.3) but still shipped: test it
+// on the real kernels too.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   std::unique_ptr<CpuSlotCounter> slot;  // no hotplug awareness: counters only
+#pragma GCC diagnostic pop
 
   static constexpr uint64_t kBytesPerPacket = 1500;
 
@@ -173,7 +178,10 @@ bool MakeCounters(Topology& topo, PerCpuAllocator& alloc, bool with_slot,
   c->mib = std::move(*m);
   c->pair = std::move(*p);
   if (with_slot) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     auto s = CpuSlotCounter::Create(topo.num_possible());
+#pragma GCC diagnostic pop
     VM_CHECK(s.ok(), "CpuSlotCounter::Create: %s", s.status().ToString().c_str());
     if (!s.ok()) return false;
     c->slot = std::move(*s);

@@ -1,5 +1,5 @@
 // A pkg-config consumer of an installed percpu: the kernel-style
-// approximate counter (PerCpuCounter) on this machine's real topology,
+// approximate counter (ApproxCounter) on this machine's real topology,
 // written on every online CPU's slot, and U64Stat counters per thread.
 // Exits non-zero if a total is wrong.
 #include <cstdint>
@@ -32,7 +32,7 @@ int main() {
     std::fprintf(stderr, "%s\n", alloc.status().ToString().c_str());
     return 1;
   }
-  auto counter = percpu::PerCpuCounter::Create(**topo, **alloc);
+  auto counter = percpu::ApproxCounter::Create(**topo, **alloc);
   if (!counter.ok()) {
     std::fprintf(stderr, "%s\n", counter.status().ToString().c_str());
     return 1;

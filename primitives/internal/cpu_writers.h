@@ -1,4 +1,4 @@
-// Who may write an explicit-CPU single-writer slot (PerCpuCounter): a tiny
+// Who may write an explicit-CPU single-writer slot (ApproxCounter): a tiny
 // per-CPU ownership word kept in the OBJECT (never in the per-CPU slot, so
 // no slot layout depends on it or on any macro).
 //

@@ -1,10 +1,10 @@
-// PerThreadRegistry: the registry behind PerThreadCounter (per_thread.h) --
+// PerThreadRegistry: the registry behind ThreadCounter (per_thread.h) --
 // which counters are alive (id, serial), which thread states exist, and the
 // slow paths that run under its mutex: a thread taking a slot of a counter
 // (new, or reused after another thread's exit fold) and a thread's exit
 // folding its slots into the counters' accumulators.
 //
-// The process has one registry (PerThreadCounter's default constructor
+// The process has one registry (ThreadCounter's default constructor
 // uses it; per_thread.cc adds the pthread-key exit hook and the fork()
 // handlers around it). It is an object so that a model test can own one
 // per execution (verification/per_thread_model_test.cc): under
@@ -19,17 +19,17 @@
 //     fields, the counters' free lists and the thread states' entry tables
 //     need no atomics. Exit folds of one counter are serialized by mu_ (the
 //     counter's SeqCount has a single-writer contract).
-//   * What a reader (PerThreadCounter::Sum, lock-free) relies on is ordered
+//   * What a reader (ThreadCounter::Sum, lock-free) relies on is ordered
 //     by the counter's own atomics: the chunk list's release store in
 //     Attach, the take-slot fence, the fold's write section (see
 //     per_thread.h and docs/writers.md).
 //
 // Usage constraints:
-//   * A state passed to Attach/Retire belongs to one thread, which alone
-//     calls TryAdd/Attach with it; Retire(st) runs on that thread (its exit)
-//     or after it is gone (fork() child), and nothing uses st's slots
-//     afterwards. After Retire the state may be reused (it is empty) or
-//     freed by its owner.
+//   * A state passed to Add/Attach/Retire belongs to one thread, which
+//     alone calls Add/Attach with it, and is used with one registry only;
+//     Retire(st) runs on that thread (its exit) or after it is gone (fork()
+//     child), and nothing uses st's slots afterwards. After Retire the
+//     state may be reused (it is empty) or freed by its owner.
 //   * A counter registered with a registry is destroyed before it.
 //   * Not async-signal-safe (mutex, allocation).
 #ifndef PERCPU_PRIMITIVES_INTERNAL_PER_THREAD_REGISTRY_H_
@@ -50,34 +50,29 @@ class PerThreadRegistry {
   PerThreadRegistry(const PerThreadRegistry&) = delete;
   PerThreadRegistry& operator=(const PerThreadRegistry&) = delete;
 
-  // Counter lifetime (PerThreadCounter's constructor and destructor): gives
-  // c an id (reused after a counter is unregistered) and a serial (never
-  // reused); Unregister makes every thread state's entry of c stale, so no
-  // later exit fold touches c's memory.
-  void Register(PerThreadCounter* c);
-  void Unregister(PerThreadCounter* c);
+  // Counter lifetime (ThreadCounter's constructor and destructor): gives
+  // c an id (reused after a counter is unregistered); Unregister clears
+  // c's entry in every listed thread state, so no later add or exit fold
+  // touches c's memory and the id can be reused.
+  void Register(ThreadCounter* c);
+  void Unregister(ThreadCounter* c);
 
-  // The slow path of an add by the thread owning `st`: lists st (unless a
-  // registry lists it already), grows its entry table to c's id, and takes a slot of c (a free
+  // The slow path of an add by the thread owning `st`: lists st (first
+  // call), grows its entry table to c's id, and takes a slot of c (a free
   // one, or a new one from c's chunks) unless st's entry already holds one.
   // Returns the slot, which the caller then owns (its only writer).
-  PerThreadSlot* Attach(PerThreadState* st, PerThreadCounter* c);
+  PerThreadSlot* Attach(PerThreadState* st, ThreadCounter* c);
 
-  // Lists st (if no registry lists it yet), so that ForkChild can retire
-  // it. Attach does it too; the process's registry lists a thread's own
-  // state when AddSlow creates it.
-  void List(PerThreadState* st);
-
-  // Add(delta) by the thread owning `st` to c: the counter's hot path
-  // (PerThreadTryAdd) on st's entries, else Attach and add. What
-  // PerThreadCounter::Add does with the calling thread's thread_local state
-  // and the process's registry; model tests call it with a state per
-  // checker thread and the registry they own (c must be registered here).
-  void Add(PerThreadCounter* c, PerThreadState* st, uint64_t delta);
+  // Add(delta) by the thread owning `st` to c: the counter's hot path on
+  // st's entries, else Attach and add. What ThreadCounter::Add does with
+  // the calling thread's thread_local state and the process's registry;
+  // model tests call it with a state per checker thread and the registry
+  // they own (c must be registered here).
+  void Add(ThreadCounter* c, PerThreadState* st, uint64_t delta);
 
   // A thread's exit: folds every slot of st whose counter is still alive
   // into that counter's accumulator, returns the slots for reuse, empties
-  // st and, if this registry lists it, forgets it.
+  // st and forgets it.
   void Retire(PerThreadState* st);
 
   // fork() handlers (per_thread.cc): Prepare takes mu_; Parent releases
@@ -89,13 +84,13 @@ class PerThreadRegistry {
   void ForkChild(PerThreadState* self);
 
   // Diagnostics of c (under mu_).
-  size_t SlotsCreated(const PerThreadCounter* c);
-  size_t SlotsInUse(const PerThreadCounter* c);
+  size_t SlotsCreated(const ThreadCounter* c);
+  size_t SlotsInUse(const ThreadCounter* c);
 
  private:
   struct Record {
     uint64_t serial = 0;  // 0: id free
-    PerThreadCounter* counter = nullptr;
+    ThreadCounter* counter = nullptr;
   };
 
   // Precondition: mu_ held.
@@ -105,6 +100,7 @@ class PerThreadRegistry {
   Mutex mu_;
   std::vector<Record> records_;  // indexed by counter id
   std::vector<uint32_t> free_ids_;
+  uint64_t next_serial_ = 1;
   // Every listed thread state, so that a fork() child can retire the states
   // of the threads it did not inherit.
   std::vector<PerThreadState*> states_;

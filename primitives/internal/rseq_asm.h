@@ -139,6 +139,39 @@ inline Atomic<uint64_t>* SlotAt(uintptr_t base, size_t stride, uint32_t cpu) {
 // kernel reads rseq_cs on this thread's return to user space, which is
 // ordered with this thread's own stores.
 //
+// Only code that can be unmapped needs the disarming store. Code of the
+// main executable never is, so on x86_64 a translation unit compiled for an
+// executable (-fPIE, which defines __PIE__, or without -fPIC) leaves
+// rseq_cs armed after the section, as librseq always does: the kernel then
+// reads the still-mapped descriptor at the thread's next preemption or
+// signal, finds the instruction pointer outside the section and clears
+// rseq_cs itself. Such a copy must never end up in a shared object, and
+// the linker enforces it: instead of the store, the sequence emits one word
+// ".long __rseq_offset - ." (a PC-relative relocation against glibc's
+// symbol, in section __rseq_exe_only), which ld links into executables
+// (PIE, non-PIE, static) but refuses in a shared object ("relocation
+// R_X86_64_PC32 against symbol `__rseq_offset' can not be used when making
+// a shared object"), whatever the compiler's code generation flags. Copies
+// compiled with -fPIC (everything Bazel links into shared libraries, the
+// dlopen()ed plugin of rseq_dlclose_test) keep the store. aarch64 always
+// keeps it: its linker treats a PIE like a shared object for this
+// relocation, so the guard would break PIE executables. The store costs
+// about 0.15x of librseq's add time (docs/writers.md "The add's cost").
+// Define PERCPU_RSEQ_ALWAYS_DISARM to keep it everywhere.
+#if defined(__x86_64__) && !defined(PERCPU_RSEQ_ALWAYS_DISARM) && \
+    !(defined(__PIC__) && !defined(__PIE__))
+#define PERCPU_RSEQ_DISARM 0
+#define PERCPU_RSEQ_X86_DISARM          \
+  ".pushsection __rseq_exe_only, \"a?\"\n\t" \
+  ".balign 4\n\t"                       \
+  ".long __rseq_offset - .\n\t"         \
+  ".popsection\n\t"
+#else
+#define PERCPU_RSEQ_DISARM 1
+#define PERCPU_RSEQ_X86_DISARM "movq $0, %%fs:8(%[off])\n\t"
+#endif
+#define PERCPU_RSEQ_A64_DISARM "str xzr, [%[rseq], #8]\n\t"
+//
 // Present-mask bound (RseqAddU64Present, RseqLatchAddPair): the section
 // also tests the CPU's bit in a topology's present-mask words (bit c of
 // word c / 64) and leaves with nothing written when it is clear, returning
@@ -210,7 +243,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       // Every exit disarms the section: rseq_cs = 0 (issue 12 item 3; see
       // "Disarming" above).
       "5:\n\t"
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       // stride and v may be immediates ("e": sign-extended 32 bits): a
       // constant stride or delta then costs no register and no mov
@@ -257,7 +290,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       "b 0b\n\t"
       // Every exit disarms the section: rseq_cs = 0.
       "5:\n\t"
-      "str xzr, [%[rseq], #8]\n\t"
+      PERCPU_RSEQ_A64_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [v] "r"(v)
@@ -265,6 +298,167 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
   static_assert(RSEQ_SIG == 0xd428bc00, "aarch64 little-endian rseq signature");
 #endif
   return cpu;
+}
+
+// The shortest add, for arrays with a power-of-two stride known at compile
+// time (CpuSlotCounter: one 64-byte line per CPU). Adds v to the u64 at
+// base + (cpu << kShift) for the CPU this thread runs on and returns true;
+// returns false with nothing written when cpu_id >= n (an id beyond the
+// array, or (u32)-1 / (u32)-2 when rseq is not registered for this thread).
+// n = 0 therefore never writes: CpuSlotCounter passes 0 when the process's
+// writer mode is not kRseq, so the mode test and the bound check are one
+// compare. Differences from RseqAddU64, each one instruction or more off the
+// hot path (docs/writers.md "The add's cost"):
+//   * asm goto: the out-of-range exit jumps straight to the caller's slow
+//     path (disarming first), so the caller does not compare a returned id;
+//   * n and base may be memory operands ("rm", gcc): a caller whose members
+//     the "memory" clobber forces to reload folds the load into cmp / add;
+//   * the address is a shift and an add (no imul, no zero-extending mov: the
+//     32-bit load of cpu_id already zero-extends);
+//   * x86_64: the commit is one read-modify-write instruction,
+//     "addq v, (addr)" without a lock prefix -- like the kernel's
+//     this_cpu_add(). It is one instruction, so the kernel restarts the
+//     section either before it (nothing written) or after it (committed);
+//     its store is a single aligned 64-bit store, so readers on other CPUs
+//     see the old or the new value, never a torn one (the load half reads
+//     this slot's only writer's last store).
+//   * aarch64: the abort stub lives in __rseq_failure as on x86_64; the
+//     out-of-range exit stays inline (conditional branches reach only
+//     +-1 MiB), so the fast path keeps one "b" over it.
+// Precondition: as RseqAddU64 (and n > 0 only in mode kRseq).
+// "rm" lets gcc fold a member's reload into the instruction; clang always
+// picks the memory alternative, spilling a value it holds in a register.
+#if defined(__clang__)
+#define PERCPU_RSEQ_RM_(x) "r"(x)
+#else
+#define PERCPU_RSEQ_RM_(x) "rm"(x)
+#endif
+template <int kShift>
+[[gnu::always_inline]] inline bool RseqTryAddU64Shift(const uintptr_t& base,
+                                                      const uint32_t& n,
+                                                      uint64_t v) {
+  static_assert(kShift >= 3 && kShift <= 16, "u64 slots, stride <= 64 KiB");
+  uint64_t t;
+#if defined(__x86_64__)
+  const intptr_t off = __rseq_offset;
+  // volatile spelled out: gcc 12 deletes an asm goto with outputs that are
+  // unused after it, although asm goto is documented as implicitly volatile.
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      // restart: rseq->rseq_cs = &descriptor.
+      "0:\n\t"
+      "leaq 3b(%%rip), %[t]\n\t"
+      "movq %[t], %%fs:8(%[off])\n\t"
+      // start_ip: cpu = rseq->cpu_id (movl zero-extends into %[t]).
+      "1:\n\t"
+      "movl %%fs:4(%[off]), %k[t]\n\t"
+      "cmpl %[n], %k[t]\n\t"
+      "jae 6f\n\t"
+      "shlq %[shift], %[t]\n\t"
+      "addq %[base], %[t]\n\t"
+      PERCPU_RSEQ_INJECT_ASM
+      // Commit: one instruction, its store is the only side effect.
+      "addq %[v], (%[t])\n\t"
+      // post_commit_ip.
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_INJECT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
+      "jmp 0b\n\t"
+      // Out of range: disarm, then the caller's slow path.
+      "6:\n\t"
+      PERCPU_RSEQ_X86_DISARM
+      "jmp %l[out]\n\t"
+      ".popsection\n\t"
+      // Disarm (issue 12 item 3).
+      PERCPU_RSEQ_X86_DISARM
+      : [t] "=&r"(t)
+      : [off] "r"(off), [base] PERCPU_RSEQ_RM_(base), [n] PERCPU_RSEQ_RM_(n),
+        [v] "er"(v),
+        [shift] "J"(kShift)
+      : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS
+      : out);
+  static_assert(RSEQ_SIG == 0x53053053, "x86 rseq signature");
+#elif defined(__aarch64__)
+  uint64_t u;
+  uint32_t s;
+  char* const rseq =
+      static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+  // volatile spelled out: gcc 12 deletes an asm goto with outputs that are
+  // unused after it, although asm goto is documented as implicitly volatile.
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "adrp %[t], 3b\n\t"
+      "add %[t], %[t], :lo12:3b\n\t"
+      "str %[t], [%[rseq], #8]\n\t"
+      "1:\n\t"
+      // The 32-bit load zero-extends cpu into the x register.
+      "ldr %w[t], [%[rseq], #4]\n\t"
+      "cmp %w[t], %w[n]\n\t"
+      "b.hs 6f\n\t"
+      "add %[t], %[base], %[t], lsl %[shift]\n\t"
+      "ldr %[u], [%[t]]\n\t"
+      "add %[u], %[u], %[v]\n\t"
+      // Commit: the single store.
+      "str %[u], [%[t]]\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".balign 4\n\t"
+      // Signature (BRK #0x45e0), then the abort handler.
+      ".inst 0xd428bc00\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_A64_COUNT_ABORT("%[t]", "%[u]", "%w[s]")
+      "b 0b\n\t"
+      ".popsection\n\t"
+      // Disarm (issue 12 item 3).
+      PERCPU_RSEQ_A64_DISARM
+      "b 7f\n\t"
+      // Out of range / not present: inline, because b.hs and tbz reach only
+      // +-1 MiB / +-32 KiB and a separate section may be linked farther
+      // away (the abort stub above is entered by the kernel and left with
+      // an unconditional b, +-128 MiB).
+      "6:\n\t"
+      PERCPU_RSEQ_A64_DISARM
+      "b %l[out]\n\t"
+      "7:\n\t"
+      : [t] "=&r"(t), [u] "=&r"(u), [s] "=&r"(s)
+      : [rseq] "r"(rseq), [base] "r"(base), [n] "r"(n), [v] "rI"(v),
+        [shift] "i"(kShift)
+      : "memory", "cc"
+      : out);
+  (void)s;
+  static_assert(RSEQ_SIG == 0xd428bc00, "aarch64 little-endian rseq signature");
+#endif
+  (void)t;
+  return true;
+out:
+  return false;
 }
 
 // As RseqAddU64, but only if bit cpu of mask (present-mask words, at least
@@ -325,7 +519,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "jmp 5f\n\t"
       ".popsection\n\t"
       "5:\n\t"
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [mask] "r"(mask), [v] "r"(v)
@@ -373,13 +567,143 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "6:\n\t"
       "mov %w[cpu], #-1\n\t"
       "5:\n\t"
-      "str xzr, [%[rseq], #8]\n\t"
+      PERCPU_RSEQ_A64_DISARM
       : [cpu] "=&r"(cpu), [tmp] "=&r"(tmp), [addr] "=&r"(addr)
       : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),
         [mask] "r"(mask), [v] "r"(v)
       : "memory", "cc");
 #endif
   return cpu;
+}
+
+// As RseqAddU64Present, with RseqTryAddU64Shift's exits: true when v was
+// added to base + cpu * stride; false, with nothing written, when cpu_id
+// >= n or the CPU's present bit is clear (the caller's slow path: the
+// overflow counter, or the fallback writer when it passes n = 0 because
+// the object does not use rseq). asm goto, "rm" n, and on x86_64 the
+// one-instruction commit "addq v, (addr)" (see RseqTryAddU64Shift).
+// Precondition: as RseqAddU64Present (n > 0 only in mode kRseq).
+[[gnu::always_inline]] inline bool RseqTryAddU64Present(
+    uintptr_t base, size_t stride, const uint32_t& n,
+    const Atomic<uint64_t>* mask, uint64_t v) {
+  uint64_t t, a;
+#if defined(__x86_64__)
+  const intptr_t off = __rseq_offset;
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "leaq 3b(%%rip), %[t]\n\t"
+      "movq %[t], %%fs:8(%[off])\n\t"
+      "1:\n\t"
+      "movl %%fs:4(%[off]), %k[t]\n\t"
+      "cmpl %[n], %k[t]\n\t"
+      "jae 6f\n\t"
+      // Present bit: word cpu / 64, bit cpu % 64 (bt masks the count).
+      "movl %k[t], %k[a]\n\t"
+      "shrl $6, %k[a]\n\t"
+      "movq (%[mask],%[a],8), %[a]\n\t"
+      "btq %[t], %[a]\n\t"
+      "jnc 6f\n\t"
+      "imulq %[stride], %[t]\n\t"
+      "addq %[base], %[t]\n\t"
+      PERCPU_RSEQ_INJECT_ASM
+      // Commit: one instruction, its store is the only side effect.
+      "addq %[v], (%[t])\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".byte 0x0f, 0xb9, 0x3d\n\t"
+      ".long 0x53053053\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_INJECT_ABORT
+      PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
+      "jmp 0b\n\t"
+      // Out of range or not present: disarm, then the caller's slow path.
+      "6:\n\t"
+      PERCPU_RSEQ_X86_DISARM
+      "jmp %l[out]\n\t"
+      ".popsection\n\t"
+      PERCPU_RSEQ_X86_DISARM
+      : [t] "=&r"(t), [a] "=&r"(a)
+      : [off] "r"(off), [base] "r"(base), [stride] "r"(stride),
+        [n] PERCPU_RSEQ_RM_(n), [mask] "r"(mask), [v] "er"(v)
+      : "memory", "cc" PERCPU_RSEQ_INJECT_CLOBBERS
+      : out);
+#elif defined(__aarch64__)
+  uint32_t s;
+  char* const rseq =
+      static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
+  __asm__ __volatile__ goto(
+      ".pushsection __rseq_cs, \"aw?\"\n\t"
+      ".balign 32\n\t"
+      "3:\n\t"
+      ".long 0, 0\n\t"
+      ".quad 1f, (2f - 1f), 4f\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
+      ".quad 3b\n\t"
+      ".popsection\n\t"
+      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
+      ".quad 1f, 6f\n\t"
+      ".popsection\n\t"
+      "0:\n\t"
+      "adrp %[t], 3b\n\t"
+      "add %[t], %[t], :lo12:3b\n\t"
+      "str %[t], [%[rseq], #8]\n\t"
+      "1:\n\t"
+      "ldr %w[t], [%[rseq], #4]\n\t"
+      "cmp %w[t], %w[n]\n\t"
+      "b.hs 6f\n\t"
+      // Present bit: word cpu / 64, bit cpu % 64 (lsr uses the low 6 bits).
+      "lsr %[a], %[t], #6\n\t"
+      "ldr %[a], [%[mask], %[a], lsl #3]\n\t"
+      "lsr %[a], %[a], %[t]\n\t"
+      "tbz %[a], #0, 6f\n\t"
+      "madd %[t], %[t], %[stride], %[base]\n\t"
+      "ldr %[a], [%[t]]\n\t"
+      "add %[a], %[a], %[v]\n\t"
+      "str %[a], [%[t]]\n\t"
+      "2:\n\t"
+      ".pushsection __rseq_failure, \"ax?\"\n\t"
+      ".balign 4\n\t"
+      ".inst 0xd428bc00\n\t"
+      "4:\n\t"
+      PERCPU_RSEQ_A64_COUNT_ABORT("%[t]", "%[a]", "%w[s]")
+      "b 0b\n\t"
+      ".popsection\n\t"
+      // Disarm (issue 12 item 3).
+      PERCPU_RSEQ_A64_DISARM
+      "b 7f\n\t"
+      // Out of range / not present: inline, because b.hs and tbz reach only
+      // +-1 MiB / +-32 KiB and a separate section may be linked farther
+      // away (the abort stub above is entered by the kernel and left with
+      // an unconditional b, +-128 MiB).
+      "6:\n\t"
+      PERCPU_RSEQ_A64_DISARM
+      "b %l[out]\n\t"
+      "7:\n\t"
+      : [t] "=&r"(t), [a] "=&r"(a), [s] "=&r"(s)
+      : [rseq] "r"(rseq), [base] "r"(base), [stride] "r"(stride),
+        [n] "r"(n), [mask] "r"(mask), [v] "rI"(v)
+      : "memory", "cc"
+      : out);
+  (void)s;
+#endif
+  (void)t;
+  (void)a;
+  return true;
+out:
+  return false;
 }
 
 #if defined(__x86_64__)
@@ -472,7 +796,7 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       "jmp 5f\n\t"
       ".popsection\n\t"
       "5:\n\t"
-      "movq $0, %%fs:8(%[off])\n\t"
+      PERCPU_RSEQ_X86_DISARM
       : [cpu] "=&r"(cpu), [addr] "=&r"(addr), [ver] "=&r"(ver),
         [idx] "=&r"(idx), [t1] "=&r"(t1), [t2] "=&r"(t2)
       : [off] "r"(off), [base] "r"(base), [stride] "r"(stride), [n] "r"(n),

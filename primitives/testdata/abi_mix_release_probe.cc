@@ -14,8 +14,8 @@ namespace percpu {
 namespace abi_mix {
 
 size_t ReleaseSeqCountSize() { return sizeof(SeqCount); }
-size_t ReleaseCounterSlotSize() { return sizeof(PerCpuCounterSlot); }
-size_t ReleaseCounterSlotAlign() { return alignof(PerCpuCounterSlot); }
+size_t ReleaseCounterSlotSize() { return sizeof(ApproxCounterSlot); }
+size_t ReleaseCounterSlotAlign() { return alignof(ApproxCounterSlot); }
 
 // A release writer of one slot's seqcount (no checker word update).
 void ReleaseWriteSection(SeqCount& seq) {
