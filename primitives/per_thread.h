@@ -183,7 +183,10 @@ struct PerThreadState {
   PerThreadSlot** entries = nullptr;  // capacity elements
   uint32_t capacity = 0;
   std::vector<PerThreadSlot*> storage;
+  bool listed = false;  // in its registry's list of states (registry mutex)
 };
+
+class PerThreadRegistry;  // primitives/internal/per_thread_registry.h
 
 // The calling thread's state (nullptr until its first Add()). Constant
 // initialization: no TLS guard on the hot path.
@@ -211,6 +214,14 @@ inline PerThreadTls& TlsPerThreadFast() {
 class ThreadCounter {
  public:
   ThreadCounter();
+  // A counter registered with `registry` instead of the process's: for
+  // model tests that own a registry per execution and add through
+  // PerThreadRegistry::Add with explicit thread states
+  // (primitives/internal/per_thread_registry.h). Add() on such a counter is
+  // a contract violation (reported; the add is dropped): a thread's own
+  // state belongs to the process's registry. `registry` must outlive the
+  // counter.
+  explicit ThreadCounter(internal::PerThreadRegistry& registry);
   ~ThreadCounter();
   ThreadCounter(const ThreadCounter&) = delete;
   ThreadCounter& operator=(const ThreadCounter&) = delete;
@@ -247,7 +258,7 @@ class ThreadCounter {
   uint64_t ExitedTotal() const;
 
  private:
-  friend struct ThreadCounterAccess;
+  friend class internal::PerThreadRegistry;
   struct Chunk;
   static constexpr uint32_t kAliveMagic = 0x7e4d0a11u;
   static constexpr uint32_t kDeadMagic = 0xdead7e4du;
@@ -267,6 +278,7 @@ class ThreadCounter {
   size_t slots_created_ = 0;
   size_t slots_in_use_ = 0;
   uint32_t chunk_used_ = 0;  // slots handed out from the newest chunk
+  internal::PerThreadRegistry* registry_;  // the process's, unless a test's
 };
 
 // The old name (0.1). Removed in 0.3.

@@ -445,6 +445,62 @@ TEST_CASE("mutex: recursive_mutex may be relocked by its owner") {
   VERDICT(rl::test_result_success, Recursive);
 }
 
+// A destructor that takes a mutex (an object unregistering itself, as
+// ThreadCounter does): thread 1 deletes the object while thread 0 may
+// hold the mutex. An execution abandoned (pruned, or failed elsewhere)
+// while thread 1 waits inside the destructor -- implicitly noexcept -- must
+// be dropped, not end the process in std::terminate (the checker unwinds
+// abandoned threads with an exception; Relacy, which switches fibers
+// away, has no such case). kBug: thread 0 asserts on a value it may see.
+struct Registered {
+  rl::mutex* m;
+  rl::atomic<int>* live;
+  ~Registered() {
+    m->lock($);
+    live->store(0, rl::mo_relaxed);
+    m->unlock($);
+  }
+};
+template <bool kBug>
+struct LockInDestructor : rl::test_suite<LockInDestructor<kBug>, 2> {
+  rl::mutex m;
+  rl::atomic<int> live{1};
+  Registered* r = nullptr;
+  void before() { r = new Registered{&m, &live}; }
+  void thread(unsigned i) {
+    if (i == 0) {
+      m.lock($);
+      const int v = live.load(rl::mo_relaxed);
+      m.unlock($);
+      if (kBug) RL_ASSERT(v == 1);
+    } else {
+      delete r;
+    }
+  }
+  void after() { RL_ASSERT(live.load(rl::mo_relaxed) == 0); }
+};
+// An RL_ASSERT that fails inside a destructor (implicitly noexcept): the
+// failing thread is stopped there with the same exception.
+struct Checked {
+  rl::atomic<int>* v;
+  ~Checked() { RL_ASSERT(v->load(rl::mo_relaxed) == 0); }
+};
+struct AssertInDestructor : rl::test_suite<AssertInDestructor, 2> {
+  rl::atomic<int> v{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      v.store(1, rl::mo_relaxed);
+    } else {
+      Checked c{&v};
+    }
+  }
+};
+TEST_CASE("mutex: a destructor waiting for a mutex in an abandoned run") {
+  VERDICT(rl::test_result_success, LockInDestructor<false>);
+  VERDICT(rl::test_result_user_assert_failed, LockInDestructor<true>);
+  VERDICT(rl::test_result_user_assert_failed, AssertInDestructor);
+}
+
 // ------------------------------------------------- condition variables
 
 template <bool kCheckPredicate, bool kLoop>

@@ -329,6 +329,7 @@ const char* BaseName(const char* f) {
 enum class Mode { kDfs, kRandom, kReplay };
 
 class Engine;
+[[noreturn]] void FinishThread(Engine* e, unsigned t);
 Engine* g_engine = nullptr;
 uint64_t g_generation = 0;
 uint64_t g_next_generation = 1;
@@ -389,6 +390,8 @@ class Engine {
 
  private:
   friend void ThreadEntry();
+  friend void FinishThread(Engine* e, unsigned t);
+  friend void AbandonOnTerminate();
   // One execution; returns false if it was pruned (dead end / redundant).
   enum class Outcome { kComplete, kPruned, kFailed };
   Outcome RunOne();
@@ -597,6 +600,13 @@ void ThreadEntry() {
       e->fail_desc_ = "unhandled exception in thread";
     }
   }
+  FinishThread(e, t);
+}
+
+// The end of checker thread t (running): it is finished, threads joining it
+// may go on, and it switches to the scheduler for good.
+[[noreturn]] void FinishThread(Engine* e, unsigned t) {
+  ThreadState& th = e->threads_[t];
   t_user = kEngine;
   th.finished = true;
   th.pending = false;
@@ -609,6 +619,34 @@ void ThreadEntry() {
   swapcontext(&th.uc, &e->sched_uc_);
 #endif
   std::abort();  // a finished thread is never resumed
+}
+
+// An abandoned execution unwinds its threads with AbortExecution. A thread
+// stopped inside a noexcept function (a destructor that locks an
+// rl::mutex, e.g. a counter unregistering itself, or does any other
+// checker operation) cannot be unwound through it: the C++ runtime calls
+// std::terminate. While a run is in progress this handler catches exactly
+// that case -- the current exception is AbortExecution, thrown on a checker
+// thread -- ends the runtime's handling of the exception and abandons the
+// thread's remaining frames (the frames inside the noexcept function were
+// unwound, the ones outside it are not: a resource they hold is not
+// released; memory they allocated is left allocated, as an abandoned
+// execution's is). Anything else goes to the handler that was installed
+// before the run.
+std::terminate_handler g_prev_terminate = nullptr;
+
+void AbandonOnTerminate() {
+  Engine* e = g_engine;
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  if (e != nullptr && e->in_thread_ && type != nullptr &&
+      *type == typeid(AbortExecution)) {
+    // std::terminate runs as if in a handler of the exception
+    // (__cxa_begin_catch): finish that handler, which destroys it.
+    abi::__cxa_end_catch();
+    FinishThread(e, e->cur_);
+  }
+  if (g_prev_terminate != nullptr) g_prev_terminate();
+  std::abort();
 }
 
 void Engine::StartThread(unsigned t) {
@@ -2260,7 +2298,12 @@ test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
   t_in_run = true;
   int saved_width = g_clock_width;
   g_clock_width = static_cast<int>(threads) + 1;
+  const std::terminate_handler saved_terminate =
+      std::set_terminate(&AbandonOnTerminate);
+  if (saved_terminate != &AbandonOnTerminate)
+    g_prev_terminate = saved_terminate;
   test_result_e r = engine.Run(expected);
+  std::set_terminate(saved_terminate);
   g_clock_width = saved_width;
   t_in_run = saved_in_run;
   g_engine = saved;
