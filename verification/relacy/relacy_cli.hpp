@@ -1,0 +1,163 @@
+// Relacy's CLI (.NET) dialect for the checker (Relacy's include path:
+// "relacy/relacy_cli.hpp"): rl::nvar<T> (a plain .NET field),
+// rl::nvolatile<T> (a .NET volatile field), rl::Interlocked and
+// rl::Thread. See docs/verification.md, "The dialect".
+//
+// Memory-ordering contract, as Relacy models the CLI:
+//  * nvar<T>: every access through x($) is a relaxed atomic access (the
+//    CLI has no undefined behaviour for racy fields: a race gives stale or
+//    reordered values, never DATA RACE). x($)++ / += are a load then a
+//    store, not atomic: concurrent increments lose updates.
+//  * nvolatile<T>: loads are acquire, stores release (ECMA-335 I.12.6.7).
+//    Increments are a load then a store, not atomic.
+//  * Interlocked::Add / Increment / Decrement / Exchange / CompareExchange
+//    are seq_cst read-modify-writes; Interlocked::Read is an acquire load.
+//  * Thread::MemoryBarrier is a seq_cst fence; VolatileRead / VolatileWrite
+//    are acquire / release; SpinWait yields.
+// All of them work on any rl::atomic<T> (nvar and nvolatile are ones).
+#ifndef PERCPU_VERIFICATION_RELACY_RELACY_CLI_HPP_
+#define PERCPU_VERIFICATION_RELACY_RELACY_CLI_HPP_
+
+#include "relacy.hpp"
+
+namespace rl {
+namespace detail {
+
+// x($) of a CLI field: loads and stores with the field's orders.
+template <typename T, memory_order kLoad, memory_order kStore>
+class cli_proxy {
+ public:
+  cli_proxy(atomic<T>* a, debug_info info) : a_(a), info_(info) {}
+  operator T() const { return load(); }  // NOLINT
+  T operator=(T v) {
+    store(v);
+    return v;
+  }
+  T operator=(const cli_proxy& r) {
+    T v = r.load();
+    store(v);
+    return v;
+  }
+  T operator++(int) {
+    T v = load();
+    store(v + 1);
+    return v;
+  }
+  T operator--(int) {
+    T v = load();
+    store(v - 1);
+    return v;
+  }
+  T operator++() {
+    T v = load() + 1;
+    store(v);
+    return v;
+  }
+  T operator--() {
+    T v = load() - 1;
+    store(v);
+    return v;
+  }
+  T operator+=(T d) {
+    T v = load() + d;
+    store(v);
+    return v;
+  }
+  T operator-=(T d) {
+    T v = load() - d;
+    store(v);
+    return v;
+  }
+
+ private:
+  // A CLI field access: the order is the field kind's (see the top).
+  T load() const { return a_->load(kLoad, info_); }
+  void store(T v) { a_->store(v, kStore, info_); }
+  atomic<T>* a_;
+  debug_info info_;
+};
+
+}  // namespace detail
+
+// A plain .NET field: relaxed accesses (see the top).
+template <typename T>
+class nvar : public atomic<T> {
+ public:
+  using proxy_t = detail::cli_proxy<T, mo_relaxed, mo_relaxed>;
+  nvar(debug_info info = RL_CURRENT_INFO) : atomic<T>(T(), info) {}  // NOLINT
+  explicit nvar(T v, debug_info info = RL_CURRENT_INFO) : atomic<T>(v, info) {}
+  nvar& operator=(const nvar&) = delete;
+  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
+};
+
+// A .NET volatile field: acquire loads, release stores (see the top).
+template <typename T>
+class nvolatile : public atomic<T> {
+ public:
+  using proxy_t = detail::cli_proxy<T, mo_acquire, mo_release>;
+  nvolatile(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : atomic<T>(T(), info) {}
+  explicit nvolatile(T v, debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(v, info) {}
+  nvolatile& operator=(const nvolatile&) = delete;
+  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
+};
+
+// System.Threading.Interlocked: seq_cst read-modify-writes (full fences in
+// the CLI). Return values as .NET's: Add/Increment/Decrement the new value,
+// Exchange/CompareExchange the old one.
+struct Interlocked {
+  template <typename T>
+  static T Add(atomic<T>& v, T x, debug_info info = RL_CURRENT_INFO) {
+    return v.fetch_add(x, mo_seq_cst, info) + x;
+  }
+  template <typename T>
+  static T CompareExchange(atomic<T>& v, T xchg, T cmp,
+                           debug_info info = RL_CURRENT_INFO) {
+    // Strong: Interlocked.CompareExchange never fails spuriously.
+    v.compare_exchange_strong(cmp, xchg, mo_seq_cst, mo_seq_cst, info);
+    return cmp;
+  }
+  template <typename T>
+  static T Increment(atomic<T>& v, debug_info info = RL_CURRENT_INFO) {
+    return Add(v, static_cast<T>(1), info);
+  }
+  template <typename T>
+  static T Decrement(atomic<T>& v, debug_info info = RL_CURRENT_INFO) {
+    return Add(v, static_cast<T>(-1), info);
+  }
+  template <typename T>
+  static T Exchange(atomic<T>& v, T x, debug_info info = RL_CURRENT_INFO) {
+    return v.exchange(x, mo_seq_cst, info);
+  }
+  template <typename T>
+  static T Read(const atomic<T>& v, debug_info info = RL_CURRENT_INFO) {
+    // Pairs with: the writer's release store or seq_cst RMW (as Relacy).
+    return const_cast<atomic<T>&>(v).load(mo_acquire, info);
+  }
+};
+
+// System.Threading.Thread's memory-model members.
+struct Thread {
+  static void MemoryBarrier(debug_info info = RL_CURRENT_INFO) {
+    atomic_thread_fence(mo_seq_cst, info);
+  }
+  template <typename T>
+  static T VolatileRead(const atomic<T>& v, debug_info info = RL_CURRENT_INFO) {
+    // Pairs with: VolatileWrite's release store (or any release write).
+    return const_cast<atomic<T>&>(v).load(mo_acquire, info);
+  }
+  template <typename T>
+  static void VolatileWrite(atomic<T>& v, T x,
+                            debug_info info = RL_CURRENT_INFO) {
+    // Pairs with: VolatileRead's acquire load (or any acquire read).
+    v.store(x, mo_release, info);
+  }
+  static void SpinWait(int iterations, debug_info info = RL_CURRENT_INFO) {
+    yield(iterations > 0 ? static_cast<unsigned>(iterations) : 1u, info);
+  }
+};
+
+}  // namespace rl
+
+#endif  // PERCPU_VERIFICATION_RELACY_RELACY_CLI_HPP_

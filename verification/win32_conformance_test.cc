@@ -1,0 +1,415 @@
+// Conformance of Relacy's Win32 shims (relacy/windows.h) and CLI dialect
+// (relacy/relacy_cli.hpp): Relacy-style programs written only with those
+// spellings, each run exhaustively with the verdict Relacy gives: a correct
+// use passes, a lost update / missing synchronization / wait nobody
+// satisfies is found. See docs/verification.md, "The dialect".
+#include <sstream>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "relacy/relacy_cli.hpp"
+#include "relacy/windows.h"
+
+namespace {
+
+template <typename T>
+rl::test_result_e Full() {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.print_summary = false;
+  std::ostringstream trace;
+  p.output_stream = &trace;
+  rl::simulate<T>(p);
+  MESSAGE(std::string(rl::test_result_str(p.test_result))
+          << " after " << p.executions << " executions");
+  return p.test_result;
+}
+
+#define VERDICT(R, ...)                                          \
+  CHECK(std::string(rl::test_result_str(Full<__VA_ARGS__>())) == \
+        std::string(rl::test_result_str(R)))
+
+// ------------------------------------------------------- CRITICAL_SECTION
+
+// Relacy's test_win_cs shape: Enter/Leave, TryEnter, recursion allowed.
+template <bool kLocked>
+struct CsCounter : rl::test_suite<CsCounter<kLocked>, 2> {
+  CRITICAL_SECTION cs;
+  VAR_T(int) data;
+  void before() {
+    InitializeCriticalSection(&cs);
+    VAR(data) = 0;
+  }
+  void after() {
+    DeleteCriticalSection(&cs);
+    RL_ASSERT(VAR(data) >= 2);
+  }
+  void thread(unsigned) {
+    if (kLocked) EnterCriticalSection(&cs);
+    if (kLocked) EnterCriticalSection(&cs);  // recursive, as on Windows
+    VAR(data) += 1;
+    if (kLocked) LeaveCriticalSection(&cs);
+    if (kLocked) LeaveCriticalSection(&cs);
+    if (TryEnterCriticalSection(&cs)) {
+      VAR(data) += 1;
+      LeaveCriticalSection(&cs);
+    }
+  }
+};
+
+TEST_CASE("win32: CRITICAL_SECTION orders a counter; without it, DATA RACE") {
+  VERDICT(rl::test_result_success, CsCounter<true>);
+  VERDICT(rl::test_result_data_race, CsCounter<false>);
+}
+
+struct CsLeaveNotOwned : rl::test_suite<CsLeaveNotOwned, 2> {
+  CRITICAL_SECTION cs;
+  void before() { InitializeCriticalSection(&cs); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      EnterCriticalSection(&cs);
+      LeaveCriticalSection(&cs);
+    } else {
+      LeaveCriticalSection(&cs);
+    }
+  }
+};
+
+TEST_CASE("win32: LeaveCriticalSection by a non-owner is reported") {
+  VERDICT(rl::test_result_unlocking_mutex_wo_ownership, CsLeaveNotOwned);
+}
+
+struct SrwSelfDeadlock : rl::test_suite<SrwSelfDeadlock, 1> {
+  SRWLOCK l;
+  void before() { InitializeSRWLock(&l); }
+  void thread(unsigned) {
+    AcquireSRWLockExclusive(&l);
+    AcquireSRWLockExclusive(&l);  // SRW locks are not recursive
+    ReleaseSRWLockExclusive(&l);
+    ReleaseSRWLockExclusive(&l);
+  }
+};
+
+TEST_CASE("win32: SRWLOCK is not recursive") {
+  VERDICT(rl::test_result_recursion_on_nonrecursive_mutex, SrwSelfDeadlock);
+}
+
+// ---------------------------------------------------------------- events
+
+// Hand-off: thread 0 writes data then sets the event; thread 1 waits for
+// it and reads. kSet == false: nobody sets it (DEADLOCK).
+template <bool kManual, bool kSet>
+struct EventHandOff : rl::test_suite<EventHandOff<kManual, kSet>, 2> {
+  HANDLE ev;
+  VAR_T(int) data;
+  void before() {
+    ev = CreateEvent(0, kManual ? 1 : 0, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() { CloseHandle(ev); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      VAR(data) = 42;
+      if (kSet) SetEvent(ev);
+    } else {
+      RL_ASSERT(WaitForSingleObject(ev, INFINITE) == WAIT_OBJECT_0);
+      RL_ASSERT(VAR(data) == 42);
+      if (kManual) {
+        // Manual reset: stays signaled until reset.
+        RL_ASSERT(WaitForSingleObject(ev, 0) == WAIT_OBJECT_0);
+        ResetEvent(ev);
+      } else {
+        // Auto reset: the wait consumed the signal.
+        RL_ASSERT(WaitForSingleObject(ev, 0) == WAIT_TIMEOUT);
+      }
+      RL_ASSERT(WaitForSingleObject(ev, 0) == WAIT_TIMEOUT);
+    }
+  }
+};
+
+TEST_CASE("win32: SetEvent synchronizes-with the wait; never set: DEADLOCK") {
+  VERDICT(rl::test_result_success, EventHandOff<false, true>);
+  VERDICT(rl::test_result_success, EventHandOff<true, true>);
+  VERDICT(rl::test_result_deadlock, EventHandOff<false, false>);
+  VERDICT(rl::test_result_deadlock, EventHandOff<true, false>);
+}
+
+// The event is set but the reader only polls it (timeout 0) and reads the
+// data whatever the answer: DATA RACE.
+struct EventPollRace : rl::test_suite<EventPollRace, 2> {
+  HANDLE ev;
+  VAR_T(int) data;
+  void before() {
+    ev = CreateEvent(0, 0, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() { CloseHandle(ev); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      VAR(data) = 1;
+      SetEvent(ev);
+    } else {
+      WaitForSingleObject(ev, 0);
+      (void)static_cast<int>(VAR(data));
+    }
+  }
+};
+
+TEST_CASE("win32: reading without waiting for the event is a DATA RACE") {
+  VERDICT(rl::test_result_data_race, EventPollRace);
+}
+
+struct EventLeak : rl::test_suite<EventLeak, 1> {
+  void thread(unsigned) {
+    HANDLE ev = CreateEvent(0, 0, 1, 0);
+    RL_ASSERT(WaitForSingleObject(ev, INFINITE) == WAIT_OBJECT_0);
+  }
+};
+
+TEST_CASE("win32: a handle never closed is a MEMORY LEAK (as in Relacy)") {
+  VERDICT(rl::test_result_memory_leak, EventLeak);
+}
+
+// ------------------------------------------------------------ semaphores
+
+// Two producers each release once; the consumer takes two units.
+// kReleases == 1: the second wait is never satisfied (DEADLOCK).
+template <int kReleases>
+struct SemaHandOff : rl::test_suite<SemaHandOff<kReleases>, 3> {
+  HANDLE sema;
+  VAR_T(int) a;
+  VAR_T(int) b;
+  void before() {
+    sema = CreateSemaphore(0, 0, 2, 0);
+    VAR(a) = 0;
+    VAR(b) = 0;
+  }
+  void after() { CloseHandle(sema); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      VAR(a) = 1;
+      ReleaseSemaphore(sema, 1, 0);
+    } else if (i == 1) {
+      VAR(b) = 1;
+      if (kReleases == 2) ReleaseSemaphore(sema, 1, 0);
+    } else {
+      WaitForSingleObject(sema, INFINITE);
+      WaitForSingleObject(sema, INFINITE);
+      RL_ASSERT(VAR(a) == 1 && VAR(b) == 1);
+    }
+  }
+};
+
+TEST_CASE("win32: semaphore hand-off; a missing release is a DEADLOCK") {
+  VERDICT(rl::test_result_success, SemaHandOff<2>);
+  VERDICT(rl::test_result_deadlock, SemaHandOff<1>);
+}
+
+struct SemaMax : rl::test_suite<SemaMax, 1> {
+  void thread(unsigned) {
+    HANDLE s = CreateSemaphore(0, 1, 2, 0);
+    long prev = -1;
+    RL_ASSERT(ReleaseSemaphore(s, 1, &prev) == 1 && prev == 1);
+    RL_ASSERT(ReleaseSemaphore(s, 1, &prev) == 0);  // past the maximum
+    RL_ASSERT(WaitForSingleObject(s, INFINITE) == WAIT_OBJECT_0);
+    RL_ASSERT(WaitForSingleObject(s, 0) == WAIT_OBJECT_0);
+    RL_ASSERT(WaitForSingleObject(s, 0) == WAIT_TIMEOUT);
+    RL_ASSERT(WaitForSingleObject(s, 100) == WAIT_TIMEOUT);
+    CloseHandle(s);
+    RL_ASSERT(CreateSemaphore(0, 3, 2, 0) == nullptr);  // bad input
+  }
+};
+
+TEST_CASE("win32: semaphore maximum count and bad arguments") {
+  VERDICT(rl::test_result_success, SemaMax);
+}
+
+// ------------------------------------------------------- CreateMutex handle
+
+// Relacy's test_win_mutex shape: recursive waits on a mutex handle.
+struct WinMutex : rl::test_suite<WinMutex, 2> {
+  HANDLE mtx;
+  VAR_T(int) data;
+  void before() {
+    mtx = CreateMutex(0, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(mtx);
+    RL_ASSERT(VAR(data) >= 2);
+  }
+  void thread(unsigned) {
+    WaitForSingleObject(mtx, INFINITE);
+    WaitForSingleObject(mtx, INFINITE);
+    VAR(data) += 1;
+    ReleaseMutex(mtx);
+    ReleaseMutex(mtx);
+    if (WaitForSingleObject(mtx, 0) == WAIT_OBJECT_0) {
+      VAR(data) += 1;
+      ReleaseMutex(mtx);
+    }
+  }
+};
+
+TEST_CASE("win32: CreateMutex / WaitForSingleObject / ReleaseMutex") {
+  VERDICT(rl::test_result_success, WinMutex);
+}
+
+// --------------------------------------------------------------- threads
+
+// Relacy's test_win_thread shape: CreateThread, then wait on its handle.
+// kWait == false: the creator reads while the thread may still write.
+template <bool kWait>
+struct WinThread : rl::test_suite<WinThread<kWait>, 1> {
+  static constexpr unsigned dynamic_thread_count = 2;
+  VAR_T(int) data;
+  static unsigned long RL_STDCALL WinFunc(void* p) {
+    static_cast<WinThread*>(p)->VAR(data) += 1;
+    return 0;
+  }
+  static unsigned RL_STDCALL MsvcFunc(void* p) {
+    static_cast<WinThread*>(p)->VAR(data) += 1;
+    return 0;
+  }
+  void thread(unsigned) {
+    VAR(data) = 0;
+    HANDLE th1 = CreateThread(0, 0, &WinThread::WinFunc, this, 0, 0);
+    if (kWait) {
+      WaitForSingleObject(th1, INFINITE);
+      RL_ASSERT(VAR(data) == 1);
+    } else {
+      (void)static_cast<int>(VAR(data));  // unordered with WinFunc's write
+    }
+    HANDLE th2 = (HANDLE)_beginthreadex(0, 0, &WinThread::MsvcFunc, this, 0, 0);
+    WaitForSingleObject(th2, INFINITE);
+    WaitForSingleObject(th1, INFINITE);  // kWait: a second wait, at once
+    RL_ASSERT(VAR(data) == 2);
+    CloseHandle(th1);
+    CloseHandle(th2);
+  }
+};
+
+TEST_CASE("win32: CreateThread threads are checker threads") {
+  VERDICT(rl::test_result_success, WinThread<true>);
+  VERDICT(rl::test_result_data_race, WinThread<false>);
+}
+
+// Two created threads increment a shared counter, one under a critical
+// section and one not: a lost update Relacy finds.
+template <bool kLocked>
+struct WinThreadsCounter : rl::test_suite<WinThreadsCounter<kLocked>, 1> {
+  static constexpr unsigned dynamic_thread_count = 2;
+  CRITICAL_SECTION cs;
+  rl::atomic<int> n;
+  static unsigned long RL_STDCALL Inc(void* p) {
+    auto* self = static_cast<WinThreadsCounter*>(p);
+    if (kLocked) EnterCriticalSection(&self->cs);
+    int v = self->n.load(rl::mo_relaxed);
+    self->n.store(v + 1, rl::mo_relaxed);
+    if (kLocked) LeaveCriticalSection(&self->cs);
+    return 0;
+  }
+  void thread(unsigned) {
+    InitializeCriticalSection(&cs);
+    HANDLE t[2];
+    for (HANDLE& h : t) h = CreateThread(0, 0, &WinThreadsCounter::Inc, this, 0, 0);
+    for (HANDLE& h : t) {
+      WaitForSingleObject(h, INFINITE);
+      CloseHandle(h);
+    }
+    RL_ASSERT(n.load(rl::mo_relaxed) == 2);
+    DeleteCriticalSection(&cs);
+  }
+};
+
+TEST_CASE("win32: a lost update between CreateThread threads is found") {
+  VERDICT(rl::test_result_success, WinThreadsCounter<true>);
+  VERDICT(rl::test_result_user_assert_failed, WinThreadsCounter<false>);
+}
+
+// ------------------------------------------------------------- CLI dialect
+
+// Publication through a .NET field: with nvolatile (release store, acquire
+// load) the payload is seen; with a plain nvar it may be stale. The
+// payload is an nvar too (CLI fields never race), so the bug shows as an
+// assertion, as in Relacy.
+template <bool kVolatile>
+struct CliPublication : rl::test_suite<CliPublication<kVolatile>, 2> {
+  rl::nvar<int> payload;
+  std::conditional_t<kVolatile, rl::nvolatile<int>, rl::nvar<int>> flag;
+  void thread(unsigned i) {
+    if (i == 0) {
+      payload($) = 42;
+      flag($) = 1;
+    } else if (flag($) == 1) {
+      RL_ASSERT(payload($) == 42);
+    }
+  }
+};
+
+TEST_CASE("cli: nvolatile publishes, nvar does not") {
+  VERDICT(rl::test_result_success, CliPublication<true>);
+  VERDICT(rl::test_result_user_assert_failed, CliPublication<false>);
+}
+
+// Increments: Interlocked.Increment is atomic; x($)++ on an nvolatile is a
+// load and a store, so two of them can lose one.
+template <bool kInterlocked>
+struct CliIncrement : rl::test_suite<CliIncrement<kInterlocked>, 2> {
+  rl::nvolatile<int> n;
+  void thread(unsigned) {
+    if (kInterlocked)
+      rl::Interlocked::Increment(n, $);
+    else
+      n($)++;
+  }
+  void after() { RL_ASSERT(rl::Interlocked::Read(n, $) == 2); }
+};
+
+TEST_CASE("cli: Interlocked.Increment is atomic; volatile ++ loses updates") {
+  VERDICT(rl::test_result_success, CliIncrement<true>);
+  VERDICT(rl::test_result_user_assert_failed, CliIncrement<false>);
+}
+
+// Dekker-style store buffering: with Thread.MemoryBarrier between the
+// store and the load both threads cannot read 0; volatiles alone
+// (release/acquire) allow it.
+template <bool kBarrier>
+struct CliStoreBuffering : rl::test_suite<CliStoreBuffering<kBarrier>, 2> {
+  rl::nvolatile<int> x;
+  rl::nvolatile<int> y;
+  rl::nvar<int> r[2];
+  void thread(unsigned i) {
+    rl::nvolatile<int>& mine = i == 0 ? x : y;
+    rl::nvolatile<int>& other = i == 0 ? y : x;
+    mine($) = 1;
+    if (kBarrier) rl::Thread::MemoryBarrier($);
+    r[i]($) = other($);
+  }
+  void after() { RL_ASSERT(r[0]($) == 1 || r[1]($) == 1); }
+};
+
+TEST_CASE("cli: Thread.MemoryBarrier forbids store buffering") {
+  VERDICT(rl::test_result_success, CliStoreBuffering<true>);
+  VERDICT(rl::test_result_user_assert_failed, CliStoreBuffering<false>);
+}
+
+struct CliInterlockedValues : rl::test_suite<CliInterlockedValues, 1> {
+  rl::nvar<long> v;
+  void thread(unsigned) {
+    RL_ASSERT(rl::Interlocked::Add(v, 5L, $) == 5);
+    RL_ASSERT(rl::Interlocked::Decrement(v, $) == 4);
+    RL_ASSERT(rl::Interlocked::Exchange(v, 7L, $) == 4);
+    RL_ASSERT(rl::Interlocked::CompareExchange(v, 9L, 6L, $) == 7);  // no
+    RL_ASSERT(rl::Interlocked::CompareExchange(v, 9L, 7L, $) == 7);  // yes
+    rl::Thread::VolatileWrite(v, 3L, $);
+    RL_ASSERT(rl::Thread::VolatileRead(v, $) == 3);
+    rl::Thread::SpinWait(1, $);
+  }
+};
+
+TEST_CASE("cli: Interlocked return values are .NET's") {
+  VERDICT(rl::test_result_success, CliInterlockedValues);
+}
+
+}  // namespace
