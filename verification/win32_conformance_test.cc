@@ -10,6 +10,12 @@
 #include "relacy/relacy_cli.hpp"
 #include "relacy/windows.h"
 
+namespace win32_std_programs {
+rl::test_result_e CondvarStagesRecheck();    // SUCCESS
+rl::test_result_e CondvarStagesNoRecheck();  // DEADLOCK (or a spurious
+                                             // wake-up's assertion)
+}  // namespace win32_std_programs
+
 namespace {
 
 template <typename T>
@@ -92,6 +98,19 @@ struct SrwSelfDeadlock : rl::test_suite<SrwSelfDeadlock, 1> {
 
 TEST_CASE("win32: SRWLOCK is not recursive") {
   VERDICT(rl::test_result_recursion_on_nonrecursive_mutex, SrwSelfDeadlock);
+}
+
+// Compiled against relacy_std.hpp only (win32_std_programs.cc).
+TEST_CASE("win32: CONDITION_VARIABLE with a predicate loop; without, found") {
+  CHECK(std::string(rl::test_result_str(
+            win32_std_programs::CondvarStagesRecheck())) ==
+        rl::test_result_str(rl::test_result_success));
+  // The wake-up comes before the sleep (DEADLOCK) or the sleep wakes
+  // spuriously (assertion): either way the bug is found.
+  std::string r =
+      rl::test_result_str(win32_std_programs::CondvarStagesNoRecheck());
+  CHECK((r == rl::test_result_str(rl::test_result_deadlock) ||
+         r == rl::test_result_str(rl::test_result_user_assert_failed)));
 }
 
 // ---------------------------------------------------------------- events

@@ -19,6 +19,7 @@
 #define PERCPU_VERIFICATION_RELACY_RELACY_CLI_HPP_
 
 #include "relacy.hpp"
+#include "windows.h"  // Relacy's CLI header has its Win32 shims too
 
 namespace rl {
 namespace detail {

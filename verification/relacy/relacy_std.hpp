@@ -274,6 +274,11 @@ inline int sem_getvalue(rl::rl_sem_t* s, int* value,
   return 0;
 }
 
+// Relacy's Win32 shims (its relacy.hpp includes them; here after the
+// POSIX shims above, whose rl::detail::CreateThread call the CreateThread
+// macro would otherwise capture).
+#include "windows.h"
+
 // The heap model's malloc/free under the C names (Relacy's spelling).
 using rl::rl_free;
 using rl::rl_malloc;

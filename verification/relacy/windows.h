@@ -23,8 +23,12 @@
 //
 // Unlike Relacy, relacy/relacy.hpp does not include this header (its
 // object-like macros HANDLE, INFINITE, CRITICAL_SECTION... would leak into
-// every primitive compiled for the checker): include relacy/windows.h or
-// relacy/relacy_std.hpp, which does.
+// every primitive compiled for the checker): include relacy/windows.h, or
+// relacy/relacy_std.hpp or relacy/relacy_cli.hpp, which include it.
+// Not provided: WaitForMultipleObjects(Ex), PulseEvent, alertable waits,
+// SuspendThread / ResumeThread, FlushProcessWriteBuffers, and Win32's
+// Interlocked* C functions (Relacy has none either; its CLI rl::Interlocked
+// is in relacy_cli.hpp).
 #ifndef PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 #define PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 
@@ -356,6 +360,32 @@ inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
   l->init(true, false, false, false, info);
 }
 
+// CONDITION_VARIABLE: an rl::condition_variable (spurious wake-ups
+// explored, a lost wake-up ends in DEADLOCK) over a CRITICAL_SECTION or an
+// SRWLOCK. A finite timeout is modelled as an infinite wait that may wake
+// spuriously: a program that relies on the time-out to make progress is
+// reported as DEADLOCK.
+using rl_CONDITION_VARIABLE = condition_variable;
+inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
+                                           debug_info info) {
+  cv->~condition_variable();
+  new (cv) condition_variable(info);
+}
+template <typename Lock>
+inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
+                                     debug_info info) {
+  cv->wait(*l, info);
+  return 1;
+}
+inline void rl_WakeConditionVariable(rl_CONDITION_VARIABLE* cv,
+                                     debug_info info) {
+  cv->notify_one(info);
+}
+inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE* cv,
+                                        debug_info info) {
+  cv->notify_all(info);
+}
+
 struct mutex_tag_win_mutex;
 using rl_win_mutex = generic_mutex<mutex_tag_win_mutex>;
 inline rl_HANDLE rl_CreateMutex(void* /*security*/, int initial_owner,
@@ -449,6 +479,17 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
 #define AcquireSRWLockShared(l) (l)->lock_shared(RL_INFO)
 #define ReleaseSRWLockExclusive(l) (l)->unlock_exclusive(RL_INFO)
 #define ReleaseSRWLockShared(l) (l)->unlock_shared(RL_INFO)
+#define CONDITION_VARIABLE ::rl::rl_CONDITION_VARIABLE
+#define InitializeConditionVariable(cv) \
+  ::rl::rl_InitializeConditionVariable((cv), RL_INFO)
+#define SleepConditionVariableCS(cv, cs, ms) \
+  ::rl::rl_SleepConditionVariable((cv), (cs), RL_INFO)
+#define SleepConditionVariableSRW(cv, l, ms, flags) \
+  ::rl::rl_SleepConditionVariable((cv), (l), RL_INFO)
+#define WakeConditionVariable(cv) \
+  ::rl::rl_WakeConditionVariable((cv), RL_INFO)
+#define WakeAllConditionVariable(cv) \
+  ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
 #define CreateThread(sec, stack, fn, param, flags, id) \
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 #define _beginthreadex(sec, stack, fn, param, flags, id) \
