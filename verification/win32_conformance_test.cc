@@ -189,6 +189,108 @@ TEST_CASE("win32: a handle never closed is a MEMORY LEAK (as in Relacy)") {
   VERDICT(rl::test_result_memory_leak, EventLeak);
 }
 
+// One SetEvent, two waiters: a manual-reset event releases both, an
+// auto-reset one only one of them (the other waits forever: DEADLOCK).
+template <bool kManual>
+struct EventTwoWaiters : rl::test_suite<EventTwoWaiters<kManual>, 3> {
+  HANDLE ev;
+  void before() { ev = CreateEvent(0, kManual ? 1 : 0, 0, 0); }
+  void after() { CloseHandle(ev); }
+  void thread(unsigned i) {
+    if (i == 0)
+      SetEvent(ev);
+    else
+      WaitForSingleObject(ev, INFINITE);
+  }
+};
+
+TEST_CASE("win32: manual reset wakes every waiter, auto reset one") {
+  VERDICT(rl::test_result_success, EventTwoWaiters<true>);
+  VERDICT(rl::test_result_deadlock, EventTwoWaiters<false>);
+}
+
+// SignalObjectAndWait: a ping-pong over two auto-reset events. A finite
+// timeout may time out (explored): the program that ignores the answer
+// finds the reply not written yet.
+template <bool kInfinite>
+struct PingPong : rl::test_suite<PingPong<kInfinite>, 2> {
+  HANDLE ping;
+  HANDLE pong;
+  VAR_T(int) data;
+  void before() {
+    ping = CreateEvent(0, 0, 0, 0);
+    pong = CreateEvent(0, 0, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(ping);
+    CloseHandle(pong);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      VAR(data) = 1;
+      SignalObjectAndWait(ping, pong, kInfinite ? INFINITE : 100, 0);
+      RL_ASSERT(VAR(data) == 2);
+    } else {
+      WaitForSingleObject(ping, INFINITE);
+      VAR(data) = 2;
+      SetEvent(pong);
+    }
+  }
+};
+
+TEST_CASE("win32: SignalObjectAndWait; a finite timeout can time out") {
+  VERDICT(rl::test_result_success, PingPong<true>);
+  VERDICT(rl::test_result_user_assert_failed, PingPong<false>);
+}
+
+struct DoubleClose : rl::test_suite<DoubleClose, 1> {
+  void thread(unsigned) {
+    HANDLE ev = CreateEvent(0, 1, 0, 0);
+    CloseHandle(ev);
+    CloseHandle(ev);
+  }
+};
+
+TEST_CASE("win32: closing a handle twice is a DOUBLE FREE") {
+  VERDICT(rl::test_result_double_free, DoubleClose);
+}
+
+// Relacy's object names used directly (no handles).
+struct DirectObjects : rl::test_suite<DirectObjects, 2> {
+  rl::generic_event ev;
+  rl::semaphore<> sema;
+  rl::generic_mutex<> mtx;
+  VAR_T(int) data;
+  void before() {
+    ev.init(false, false, $);
+    sema.init(false, 0, 1, $);
+    mtx.init(false, false, false, false, $);
+    VAR(data) = 0;
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      mtx.lock_exclusive($);
+      VAR(data) += 1;
+      mtx.unlock_exclusive($);
+      ev.set($);
+      unsigned prev = 9;
+      RL_ASSERT(sema.post(1, prev, $) && prev == 0);
+    } else {
+      RL_ASSERT(ev.wait(false, $));
+      RL_ASSERT(sema.wait(false, $));
+      RL_ASSERT(!sema.wait(true, $));
+      mtx.lock_exclusive($);
+      RL_ASSERT(VAR(data) == 1);
+      mtx.unlock_exclusive($);
+    }
+  }
+};
+
+TEST_CASE("win32: rl::generic_event, rl::semaphore, rl::generic_mutex") {
+  VERDICT(rl::test_result_success, DirectObjects);
+}
+
 // ------------------------------------------------------------ semaphores
 
 // Two producers each release once; the consumer takes two units.
