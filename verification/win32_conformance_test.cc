@@ -102,8 +102,8 @@ TEST_CASE("win32: SRWLOCK is not recursive") {
 
 // Compiled against relacy_std.hpp only (win32_std_programs.cc).
 TEST_CASE("win32: CONDITION_VARIABLE with a predicate loop; without, found") {
-  CHECK(std::string(rl::test_result_str(
-            win32_std_programs::CondvarStagesRecheck())) ==
+  CHECK(std::string(
+            rl::test_result_str(win32_std_programs::CondvarStagesRecheck())) ==
         rl::test_result_str(rl::test_result_success));
   // The wake-up comes before the sleep (DEADLOCK) or the sleep wakes
   // spuriously (assertion): either way the bug is found.
@@ -433,7 +433,8 @@ struct WinThreadsCounter : rl::test_suite<WinThreadsCounter<kLocked>, 1> {
   void thread(unsigned) {
     InitializeCriticalSection(&cs);
     HANDLE t[2];
-    for (HANDLE& h : t) h = CreateThread(0, 0, &WinThreadsCounter::Inc, this, 0, 0);
+    for (HANDLE& h : t)
+      h = CreateThread(0, 0, &WinThreadsCounter::Inc, this, 0, 0);
     for (HANDLE& h : t) {
       WaitForSingleObject(h, INFINITE);
       CloseHandle(h);

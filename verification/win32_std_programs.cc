@@ -33,7 +33,10 @@ struct CondvarStages : rl::test_suite<CondvarStages<kRecheck>, 2> {
     hits($) = 0;
     VAR(stage) = 0;
   }
-  void after() { DeleteCriticalSection(&cs); }
+  void after() {
+    DeleteConditionVariable(&cv);  // Relacy's own spelling
+    DeleteCriticalSection(&cs);
+  }
   void thread(unsigned i) {
     EnterCriticalSection(&cs);
     if (i == 0) {

@@ -89,8 +89,8 @@ class generic_event : public win_object {
       } else {
         int expected = 1;
         // Pairs with: the release exchange in set(); consumes the signal.
-        if (state_.compare_exchange_strong(expected, 0, mo_acquire,
-                                           mo_relaxed, info))
+        if (state_.compare_exchange_strong(expected, 0, mo_acquire, mo_relaxed,
+                                           info))
           return true;
       }
       if (try_wait) return false;
@@ -129,8 +129,8 @@ class semaphore : public win_object {
       prev_count = v;
       if (count == 0 || v + count > max_ || v + count < v) return false;
       // Pairs with: the acquire CAS in wait() that takes a unit of it.
-      if (count_.compare_exchange_strong(v, v + count, mo_release,
-                                         mo_relaxed, info))
+      if (count_.compare_exchange_strong(v, v + count, mo_release, mo_relaxed,
+                                         info))
         return true;
     }
   }
@@ -285,16 +285,63 @@ inline unsigned long rl_SignalObjectAndWait(rl_HANDLE to_signal,
   if (to_signal == nullptr || !to_signal->signal(info)) return rl_WAIT_FAILED;
   return rl_WaitForSingleObject(to_wait, timeout, info);
 }
-inline int rl_CloseHandle(rl_HANDLE h, debug_info) {
+namespace detail {
+// The handles open in the running execution. CloseHandle of anything else
+// (closed already, never opened) goes to the heap model, which reports it
+// (DOUBLE FREE), without touching the dead object. A fixed table: the heap
+// model would count a growing container's allocations as the test's.
+struct HandleTable {
+  static constexpr int kMax = 256;
+  win_object* open[kMax];
+  int n = 0;
+  bool overflow = false;  // some handle is not in the table: trust all
+  uint64_t gen = 0;
+};
+inline HandleTable& Handles() {
+  static HandleTable t;
+  if (t.gen != Generation()) {
+    t.gen = Generation();
+    t.n = 0;
+    t.overflow = false;
+  }
+  return t;
+}
+template <typename T>
+T* Opened(T* h) {
+  HandleTable& t = Handles();
+  if (t.n < HandleTable::kMax)
+    t.open[t.n++] = h;
+  else
+    t.overflow = true;
+  return h;
+}
+// True if h was open (now removed from the table).
+inline bool Closing(win_object* h) {
+  HandleTable& t = Handles();
+  for (int i = 0; i < t.n; ++i) {
+    if (t.open[i] == h) {
+      t.open[i] = t.open[--t.n];
+      return true;
+    }
+  }
+  return t.overflow || Generation() == 0;
+}
+}  // namespace detail
+
+inline int rl_CloseHandle(rl_HANDLE h, debug_info info) {
   if (h == nullptr) return 0;
-  delete h;  // tracked: a second CloseHandle is a DOUBLE FREE
+  if (!detail::Closing(h)) {
+    detail::HeapFree(h, 1, info);  // reports the double (or foreign) free
+    return 0;
+  }
+  delete h;  // tracked: an unclosed handle is a MEMORY LEAK
   return 1;
 }
 
 inline rl_HANDLE rl_CreateEvent(void* /*security*/, int manual_reset,
                                 int initial_state, const void* /*name*/,
                                 debug_info info) {
-  auto* ev = new generic_event(info);
+  auto* ev = detail::Opened(new generic_event(info));
   ev->init(manual_reset != 0, initial_state != 0, info);
   return ev;
 }
@@ -313,7 +360,7 @@ inline rl_HANDLE rl_CreateSemaphore(void* /*security*/, long initial_count,
                                     debug_info info) {
   if (initial_count < 0 || max_count <= 0 || initial_count > max_count)
     return nullptr;  // ERROR_INVALID_PARAMETER
-  auto* s = new semaphore<sem_tag_win>(info);
+  auto* s = detail::Opened(new semaphore<sem_tag_win>(info));
   s->init(false, static_cast<unsigned>(initial_count),
           static_cast<unsigned>(max_count), info);
   return s;
@@ -346,8 +393,7 @@ inline void rl_DeleteCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
 inline void rl_EnterCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
   m->lock_exclusive(info);
 }
-inline int rl_TryEnterCriticalSection(rl_CRITICAL_SECTION* m,
-                                      debug_info info) {
+inline int rl_TryEnterCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
   return m->try_lock_exclusive(info) ? 1 : 0;
 }
 inline void rl_LeaveCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
@@ -390,7 +436,7 @@ struct mutex_tag_win_mutex;
 using rl_win_mutex = generic_mutex<mutex_tag_win_mutex>;
 inline rl_HANDLE rl_CreateMutex(void* /*security*/, int initial_owner,
                                 const void* /*name*/, debug_info info) {
-  auto* m = new rl_win_mutex(info);
+  auto* m = detail::Opened(new rl_win_mutex(info));
   m->init(false, true, false, false, info);
   if (initial_owner != 0) m->lock_exclusive(info);
   return m;
@@ -411,7 +457,7 @@ inline rl_HANDLE rl_CreateThread(void* /*security*/, size_t /*stack_size*/,
     return nullptr;
   }
   if (thread_id != nullptr) *thread_id = 0;
-  return t;
+  return detail::Opened(t);
 }
 inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
                                   unsigned (*fn)(void*), void* param,
@@ -423,7 +469,8 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
     return 0;
   }
   if (thread_id != nullptr) *thread_id = 0;
-  return reinterpret_cast<uintptr_t>(static_cast<win_object*>(t));
+  return reinterpret_cast<uintptr_t>(
+      detail::Opened(static_cast<win_object*>(t)));
 }
 
 }  // namespace rl
@@ -486,10 +533,12 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
   ::rl::rl_SleepConditionVariable((cv), (cs), RL_INFO)
 #define SleepConditionVariableSRW(cv, l, ms, flags) \
   ::rl::rl_SleepConditionVariable((cv), (l), RL_INFO)
-#define WakeConditionVariable(cv) \
-  ::rl::rl_WakeConditionVariable((cv), RL_INFO)
+#define WakeConditionVariable(cv) ::rl::rl_WakeConditionVariable((cv), RL_INFO)
 #define WakeAllConditionVariable(cv) \
   ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
+// Relacy's own (no such Win32 functions): nothing to release here.
+#define DeleteConditionVariable(cv) ((void)(cv))
+#define DeleteSRWLock(l) ((void)(l))
 #define CreateThread(sec, stack, fn, param, flags, id) \
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 #define _beginthreadex(sec, stack, fn, param, flags, id) \
