@@ -33,6 +33,8 @@ rows=(
   3.read_once_vs_plain
   3.u64_stats_vs_read_once
   3.group_vs_read_once
+  3.u64_stats_vs_staged
+  3.group_vs_staged
   3.insns_group_vs_read_once
   3.seqcount_i686_vs_64bit
   3.seqcount_forced_vs_64bit

@@ -90,6 +90,22 @@ percpu_bench_read_once_hoisted() {
   return sum;
 }
 
+// READ_ONCE of each counter in the loop shape of the group reads below (a
+// reference to the CPU's slot, the counters copied to locals, then summed),
+// without a sync: the baseline that leaves the sync as the only difference
+// (the shapes of read_once and the group reads differ, see report.cc).
+extern "C" __attribute__((noinline)) uint64_t
+percpu_bench_read_once_staged() {
+  uint64_t sum = 0;
+  for (int cpu = 0; cpu < kCpus; ++cpu) {
+    const Slot& slot = g_slots[cpu];
+    uint64_t one[kCountersPerCpu];
+    for (int i = 0; i < kCountersPerCpu; ++i) one[i] = slot.counters[i].Read();
+    for (int i = 0; i < kCountersPerCpu; ++i) sum += one[i];
+  }
+  return sum;
+}
+
 // The consistent per-CPU group read: FetchBegin/FetchRetry around the
 // CPU's counters (compiles to the plain loads on 64-bit, where the sync is
 // empty; a seqcount loop on 32-bit).
@@ -139,6 +155,8 @@ constexpr NamedKernel kKernels[] = {
     {"read_once", "percpu_bench_read_once", &percpu_bench_read_once},
     {"read_once_hoisted", "percpu_bench_read_once_hoisted",
      &percpu_bench_read_once_hoisted},
+    {"read_once_staged", "percpu_bench_read_once_staged",
+     &percpu_bench_read_once_staged},
     {"u64_stats", "percpu_bench_read_u64_stats",
      &percpu_bench_read_u64_stats},
     {"u64_stats_group", "percpu_bench_read_u64_stats_group",

@@ -38,6 +38,7 @@ set(PERCPU_HEADERS
   primitives/internal/extent_map.h
   primitives/internal/family.h
   primitives/internal/rseq_asm.h
+  primitives/internal/per_thread_registry.h
   primitives/lazy_percpu.h
   primitives/per_thread.h
   primitives/percpu_alloc.h

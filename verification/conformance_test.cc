@@ -729,6 +729,10 @@ TEST_CASE("relacy_std: sem_t hand-off synchronizes; a missing post deadlocks") {
 TEST_CASE("relacy_std: pthread_cond_t in a predicate loop") {
   STD_VERDICT(rl::test_result_success, PthreadCondPredicate);
 }
+TEST_CASE("relacy_std: an initialized mutex/cond never destroyed leaks") {
+  // Relacy's verdict (dvyukov/relacy 9f25438, run side by side).
+  STD_VERDICT(rl::test_result_resource_leak, PthreadCondNotDestroyed);
+}
 TEST_CASE("relacy_std: malloc/free are the heap model's") {
   STD_VERDICT(rl::test_result_memory_leak, MallocLeak);
   STD_VERDICT(rl::test_result_success, MallocFreed);

@@ -17,6 +17,7 @@ rl::test_result_e PthreadUnlockedCounter();  // DATA RACE
 rl::test_result_e SemHandOff();            // SUCCESS
 rl::test_result_e SemMissingPost();        // DEADLOCK
 rl::test_result_e PthreadCondPredicate();  // SUCCESS
+rl::test_result_e PthreadCondNotDestroyed();  // RESOURCE LEAK
 rl::test_result_e MallocLeak();            // MEMORY LEAK
 rl::test_result_e MallocFreed();           // SUCCESS
 

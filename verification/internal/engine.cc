@@ -498,7 +498,7 @@ class Engine {
   // Heap model (per execution): blocks allocated by the test's code.
   struct Block {
     size_t size = 0;
-    int kind = 0;  // 0 malloc, 1 new, 2 new[]
+    int kind = 0;  // 0 malloc, 1 new, 2 new[], 3 resource (kHeapResource)
     bool freed = false;
     int tid = 0;
     int after = -1;  // last event before the allocation
@@ -1650,13 +1650,36 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
 }
 
 void Engine::CheckLeaks() {
-  size_t blocks = 0, bytes = 0;
+  size_t blocks = 0, bytes = 0, resources = 0;
   const Block* first = nullptr;
+  const Block* first_resource = nullptr;
   for (const auto& [addr, b] : heap_) {
     if (b.freed) continue;
+    if (b.kind == kHeapResource) {
+      ++resources;
+      if (first_resource == nullptr) first_resource = &b;
+      continue;
+    }
     ++blocks;
     bytes += b.size;
     if (first == nullptr) first = &b;
+  }
+  if (blocks == 0 && resources != 0) {
+    // Relacy's RESOURCE LEAK: a pthread mutex, condition variable or
+    // semaphore initialized (*_init) and never destroyed.
+    std::ostringstream s;
+    s << "resource leak: " << resources
+      << " pthread mutex/condition variable/semaphore(s) initialized and "
+         "never destroyed; the first by "
+      << (first_resource->tid == static_cast<int>(n_)
+              ? std::string("main")
+              : "thread " + std::to_string(first_resource->tid))
+      << " after event #" << first_resource->after;
+    failed_ = true;
+    result_ = test_result_resource_leak;
+    fail_desc_ = s.str();
+    fail_info_ = debug_info();
+    return;
   }
   if (blocks == 0) return;
   std::ostringstream s;

@@ -186,7 +186,10 @@ int NewVar(bool initialized, const debug_info& info,
 // The heap model: allocations made by a test's code during an execution are
 // tracked (leaks, double free, use after free through rl::atomic/rl::var in
 // freed memory). Freed blocks stay allocated (poisoned) until the execution
-// ends. kind: 0 malloc, 1 new, 2 new[].
+// ends. kind: 0 malloc, 1 new, 2 new[], kHeapResource: a token standing
+// for an initialized pthread mutex / condition variable / semaphore (never
+// dereferenced; left unfreed it is a RESOURCE LEAK, not a MEMORY LEAK).
+inline constexpr int kHeapResource = 3;
 void* HeapAlloc(size_t size, size_t align, int kind);
 void HeapFree(void* p, int kind, const debug_info& info);
 // Brackets code that may run in a noexcept destructor (rl::mutex::unlock):

@@ -125,10 +125,15 @@ struct rl_pthread_mutex_t {
   recursive_mutex rm;
   mutex m;
   bool recursive = false;
+  // Set by pthread_mutex_init, released by pthread_mutex_destroy: left
+  // behind, Relacy's RESOURCE LEAK (a PTHREAD_MUTEX_INITIALIZER mutex
+  // needs no destroy and has none).
+  void* resource = nullptr;
 };
 
 struct rl_pthread_cond_t {
   condition_variable cv;
+  void* resource = nullptr;  // as rl_pthread_mutex_t::resource
 };
 
 struct rl_pthread_t {
@@ -143,6 +148,7 @@ struct rl_sem_t {
            debug_info info = RL_CURRENT_INFO)  // NOLINT
       : count(value, info) {}
   atomic<unsigned> count;
+  void* resource = nullptr;  // as rl_pthread_mutex_t::resource
 };
 
 namespace detail {
@@ -152,6 +158,17 @@ template <typename T, typename... A>
 void Reinit(T* p, A&&... a) {
   p->~T();
   new (p) T(static_cast<A&&>(a)...);
+}
+
+// The resource token of an initialized object (see rl_pthread_mutex_t):
+// taken by *_init (a re-init keeps one token), given back by *_destroy.
+inline void* TakeResource(void* held) {
+  return held != nullptr ? held : HeapAlloc(1, 0, kHeapResource);
+}
+inline void GiveResource(void*& held, const debug_info& info) {
+  if (held == nullptr) return;
+  HeapFree(held, kHeapResource, info);
+  held = nullptr;
 }
 }  // namespace detail
 
@@ -164,11 +181,17 @@ inline int pthread_mutex_init(rl::rl_pthread_mutex_t* m,
                               rl::debug_info info = RL_CURRENT_INFO) {
   int type = PTHREAD_MUTEX_DEFAULT;
   if (attr != nullptr) pthread_mutexattr_gettype(attr, &type);
+  void* const resource = rl::detail::TakeResource(m->resource);
   rl::detail::Reinit(m, info);
   m->recursive = type == PTHREAD_MUTEX_RECURSIVE;
+  m->resource = resource;
   return 0;
 }
-inline int pthread_mutex_destroy(rl::rl_pthread_mutex_t*) { return 0; }
+inline int pthread_mutex_destroy(rl::rl_pthread_mutex_t* m,
+                                 rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::GiveResource(m->resource, info);
+  return 0;
+}
 inline int pthread_mutex_lock(rl::rl_pthread_mutex_t* m,
                               rl::debug_info info = RL_CURRENT_INFO) {
   if (m->recursive)
@@ -193,10 +216,15 @@ inline int pthread_mutex_unlock(rl::rl_pthread_mutex_t* m,
 
 inline int pthread_cond_init(rl::rl_pthread_cond_t* c, const pthread_condattr_t*,
                              rl::debug_info info = RL_CURRENT_INFO) {
+  c->resource = rl::detail::TakeResource(c->resource);
   rl::detail::Reinit(&c->cv, info);
   return 0;
 }
-inline int pthread_cond_destroy(rl::rl_pthread_cond_t*) { return 0; }
+inline int pthread_cond_destroy(rl::rl_pthread_cond_t* c,
+                                rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::GiveResource(c->resource, info);
+  return 0;
+}
 inline int pthread_cond_wait(rl::rl_pthread_cond_t* c,
                              rl::rl_pthread_mutex_t* m,
                              rl::debug_info info = RL_CURRENT_INFO) {
@@ -234,10 +262,15 @@ inline int pthread_join(rl::rl_pthread_t t, void** ret,
 inline int sem_init(rl::rl_sem_t* s, int /*pshared*/, unsigned value,
                     rl::debug_info info = RL_CURRENT_INFO) {
   // The initial count is the location's initial value.
+  void* const resource = rl::detail::TakeResource(s->resource);
   rl::detail::Reinit(s, value, info);
+  s->resource = resource;
   return 0;
 }
-inline int sem_destroy(rl::rl_sem_t*) { return 0; }
+inline int sem_destroy(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::GiveResource(s->resource, info);
+  return 0;
+}
 inline int sem_post(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   // Pairs with: the acquire CAS in sem_wait/sem_trywait that takes it.
   s->count.fetch_add(1, rl::mo_release, info);
