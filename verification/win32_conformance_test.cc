@@ -85,6 +85,29 @@ TEST_CASE("win32: LeaveCriticalSection by a non-owner is reported") {
   VERDICT(rl::test_result_unlocking_mutex_wo_ownership, CsLeaveNotOwned);
 }
 
+// As in Relacy, an object set up by InitializeX and never deleted is a
+// RESOURCE LEAK (a handle never closed is a MEMORY LEAK, below).
+template <int kObject>
+struct NeverDeleted : rl::test_suite<NeverDeleted<kObject>, 1> {
+  CRITICAL_SECTION cs;
+  SRWLOCK srw;
+  CONDITION_VARIABLE cv;
+  rl::generic_event ev;
+  void thread(unsigned) {
+    if (kObject == 0) InitializeCriticalSection(&cs);
+    if (kObject == 1) InitializeSRWLock(&srw);
+    if (kObject == 2) InitializeConditionVariable(&cv);
+    if (kObject == 3) ev.init(true, false, $);
+  }
+};
+
+TEST_CASE("win32: an initialized object never deleted is a RESOURCE LEAK") {
+  VERDICT(rl::test_result_resource_leak, NeverDeleted<0>);
+  VERDICT(rl::test_result_resource_leak, NeverDeleted<1>);
+  VERDICT(rl::test_result_resource_leak, NeverDeleted<2>);
+  VERDICT(rl::test_result_resource_leak, NeverDeleted<3>);
+}
+
 struct SrwSelfDeadlock : rl::test_suite<SrwSelfDeadlock, 1> {
   SRWLOCK l;
   void before() { InitializeSRWLock(&l); }
@@ -267,6 +290,11 @@ struct DirectObjects : rl::test_suite<DirectObjects, 2> {
     sema.init(false, 0, 1, $);
     mtx.init(false, false, false, false, $);
     VAR(data) = 0;
+  }
+  void after() {
+    ev.deinit($);
+    sema.deinit($);
+    mtx.deinit($);
   }
   void thread(unsigned i) {
     if (i == 0) {

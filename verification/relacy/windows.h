@@ -39,13 +39,31 @@
 
 namespace rl {
 
-// A kernel object behind a HANDLE.
+// A kernel object behind a HANDLE (or a CRITICAL_SECTION / SRWLOCK). As
+// in Relacy, an object set up by init() (CreateX, InitializeX) holds a
+// resource until deinit() (CloseHandle, DeleteX): left held at the end of
+// an execution it is a RESOURCE LEAK. The resource is a heap-model token.
 struct win_object {
   virtual ~win_object() = default;
+  void deinit(debug_info info = RL_CURRENT_INFO) {
+    if (resource_ == nullptr) return;
+    detail::HeapFree(resource_, detail::kHeapResource, info);
+    resource_ = nullptr;
+  }
   // Waits for the object (try_wait: do not block). True when acquired.
   virtual bool wait(bool try_wait, debug_info info) = 0;
   // Releases it (SignalObjectAndWait); false if it cannot be.
   virtual bool signal(debug_info info) = 0;
+
+ protected:
+  // Called by init(); a re-init keeps the one token.
+  void TakeResource() {
+    if (resource_ == nullptr)
+      resource_ = detail::HeapAlloc(1, 0, detail::kHeapResource);
+  }
+
+ private:
+  void* resource_ = nullptr;
 };
 using win_waitable_object = win_object;
 
@@ -70,8 +88,8 @@ class generic_event : public win_object {
             debug_info info = RL_CURRENT_INFO) {
     manual_reset_ = manual_reset;
     detail::ReinitAtomic(&state_, initial_state ? 1 : 0, info);
+    TakeResource();
   }
-  void deinit(debug_info = RL_CURRENT_INFO) {}
   void set(debug_info info = RL_CURRENT_INFO) {
     // Pairs with: the acquire read of the state in wait() that sees it set.
     state_.exchange(1, mo_release, info);
@@ -119,8 +137,8 @@ class semaphore : public win_object {
             unsigned max_count, debug_info info = RL_CURRENT_INFO) {
     max_ = max_count;
     detail::ReinitAtomic(&count_, initial_count, info);
+    TakeResource();
   }
-  void deinit(debug_info = RL_CURRENT_INFO) {}
   // Adds count; false (nothing added) if that would pass the maximum.
   bool post(unsigned count, unsigned& prev_count,
             debug_info info = RL_CURRENT_INFO) {
@@ -177,8 +195,8 @@ class generic_mutex : public win_object {
     rm_.~recursive_mutex();
     new (&rm_) recursive_mutex(info);
     recursive_ = is_exclusive_recursive;
+    TakeResource();
   }
-  void deinit(debug_info = RL_CURRENT_INFO) {}
   void lock_exclusive(debug_info info = RL_CURRENT_INFO) {
     if (recursive_)
       rm_.lock(info);
@@ -334,6 +352,7 @@ inline int rl_CloseHandle(rl_HANDLE h, debug_info info) {
     detail::HeapFree(h, 1, info);  // reports the double (or foreign) free
     return 0;
   }
+  h->deinit(info);
   delete h;  // tracked: an unclosed handle is a MEMORY LEAK
   return 1;
 }
@@ -411,11 +430,25 @@ inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
 // SRWLOCK. A finite timeout is modelled as an infinite wait that may wake
 // spuriously: a program that relies on the time-out to make progress is
 // reported as DEADLOCK.
-using rl_CONDITION_VARIABLE = condition_variable;
+// Initialized, it holds a resource until Relacy's DeleteConditionVariable.
+struct rl_CONDITION_VARIABLE : condition_variable {
+  void* resource = nullptr;
+};
 inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                            debug_info info) {
-  cv->~condition_variable();
-  new (cv) condition_variable(info);
+  void* const resource = cv->resource != nullptr
+                             ? cv->resource
+                             : detail::HeapAlloc(1, 0, detail::kHeapResource);
+  cv->~rl_CONDITION_VARIABLE();
+  new (cv) rl_CONDITION_VARIABLE();
+  cv->resource = resource;
+  (void)info;
+}
+inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
+                                       debug_info info) {
+  if (cv->resource == nullptr) return;
+  detail::HeapFree(cv->resource, detail::kHeapResource, info);
+  cv->resource = nullptr;
 }
 template <typename Lock>
 inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
@@ -536,9 +569,10 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
 #define WakeConditionVariable(cv) ::rl::rl_WakeConditionVariable((cv), RL_INFO)
 #define WakeAllConditionVariable(cv) \
   ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
-// Relacy's own (no such Win32 functions): nothing to release here.
-#define DeleteConditionVariable(cv) ((void)(cv))
-#define DeleteSRWLock(l) ((void)(l))
+// Relacy's own (no such Win32 functions); they release the resource.
+#define DeleteConditionVariable(cv) \
+  ::rl::rl_DeleteConditionVariable((cv), RL_INFO)
+#define DeleteSRWLock(l) (l)->deinit(RL_INFO)
 #define CreateThread(sec, stack, fn, param, flags, id) \
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 #define _beginthreadex(sec, stack, fn, param, flags, id) \
