@@ -199,11 +199,14 @@ void Churn(bool remove, int cycles) {
     // landing between the kAbsent teardown fold and the allocator's
     // madvise, i.e. a writer preempted between its present-bit test and
     // its fetch_add for that long) may lose adds. Measured: 2 of
-    // 35,134,144 under a loaded 2-CPU machine.
+    // 35,134,144 under a loaded 2-CPU machine; 5 of 411,648 for the pair
+    // (whose fallback add is a spin lock and two adds, a wider window) under
+    // qemu-aarch64, which stretches every preemption window. Bound: 1 in
+    // 10,000.
     CHECK(c->Sum() <= n);
     CHECK(p.packets <= n);
-    CHECK((n - c->Sum()) * 100000 <= n);
-    CHECK((n - p.packets) * 100000 <= n);
+    CHECK((n - c->Sum()) * 10000 <= n);
+    CHECK((n - p.packets) * 10000 <= n);
   }
 }
 
