@@ -180,6 +180,34 @@ inline Atomic<uint64_t>* SlotAt(uintptr_t base, size_t stride, uint32_t cpu) {
 // the bit and then runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)
 // (Topology), which aborts every section that may have tested the old bit,
 // before it folds the slot (docs/fold_and_hotplug.md).
+// Pieces every sequence below shares (labels: 1 start, 2 post-commit, 3
+// the descriptor, 4 abort handler):
+//   the descriptor, struct rseq_cs {version 0, flags 0, start_ip,
+//   post_commit_offset, abort_ip}, 32-byte aligned, and its entry in
+//   __rseq_cs_ptr_array (as librseq does, for tools that list sections);
+#define PERCPU_RSEQ_DESCRIPTOR                      \
+  ".pushsection __rseq_cs, \"aw?\"\n\t"            \
+  ".balign 32\n\t"                                 \
+  "3:\n\t"                                         \
+  ".long 0, 0\n\t"                                 \
+  ".quad 1f, (2f - 1f), 4f\n\t"                    \
+  ".popsection\n\t"                                \
+  ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t" \
+  ".quad 3b\n\t"                                   \
+  ".popsection\n\t"
+//   the (start, exit) pairs of the section's exits other than the commit,
+//   in __rseq_exit_point_array;
+#define PERCPU_RSEQ_EXIT_POINTS(pairs)                   \
+  ".pushsection __rseq_exit_point_array, \"aw?\"\n\t" \
+  pairs ".popsection\n\t"
+//   on x86_64, the abort handler's section and the 4-byte signature the
+//   kernel checks just before abort_ip (RSEQ_SIG inside a ud1, as glibc's
+//   and librseq's), followed by label 4 at the use.
+#define PERCPU_RSEQ_X86_FAILURE_SIG         \
+  ".pushsection __rseq_failure, \"ax?\"\n\t" \
+  ".byte 0x0f, 0xb9, 0x3d\n\t"             \
+  ".long 0x53053053\n\t"
+
 inline constexpr uint32_t kRseqNotPresent = ~uint32_t{0};
 
 // Adds v to slot[cpu] (slot = base + cpu * stride) for the CPU this thread
@@ -197,20 +225,8 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
   // The rseq area is at %fs:__rseq_offset (the thread pointer is %fs base).
   const intptr_t off = __rseq_offset;
   __asm__ __volatile__(
-      // struct rseq_cs {version 0, flags 0, start_ip, post_commit_offset,
-      // abort_ip}, 32-byte aligned.
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 5f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 5f\n\t")
       // restart: rseq->rseq_cs = &descriptor.
       "0:\n\t"
       "leaq 3b(%%rip), %[tmp]\n\t"
@@ -232,9 +248,7 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
       "2:\n\t"
       // Abort handler, preceded by the signature the kernel checks
       // (bytes 0f b9 3d make it decode as "ud1 sig(%rip), %edi").
-      ".pushsection __rseq_failure, \"ax?\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
+      PERCPU_RSEQ_X86_FAILURE_SIG
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
       PERCPU_RSEQ_X86_COUNT_ABORT("%[tmp]")
@@ -256,18 +270,8 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
   char* const rseq =
       static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
   __asm__ __volatile__(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 5f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 5f\n\t")
       "0:\n\t"
       "adrp %[tmp], 3b\n\t"
       "add %[tmp], %[tmp], :lo12:3b\n\t"
@@ -344,18 +348,8 @@ template <int kShift>
   // volatile spelled out: gcc 12 deletes an asm goto with outputs that are
   // unused after it, although asm goto is documented as implicitly volatile.
   __asm__ __volatile__ goto(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 6f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 6f\n\t")
       // restart: rseq->rseq_cs = &descriptor.
       "0:\n\t"
       "leaq 3b(%%rip), %[t]\n\t"
@@ -372,9 +366,7 @@ template <int kShift>
       "addq %[v], (%[t])\n\t"
       // post_commit_ip.
       "2:\n\t"
-      ".pushsection __rseq_failure, \"ax?\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
+      PERCPU_RSEQ_X86_FAILURE_SIG
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
       PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
@@ -401,18 +393,8 @@ template <int kShift>
   // volatile spelled out: gcc 12 deletes an asm goto with outputs that are
   // unused after it, although asm goto is documented as implicitly volatile.
   __asm__ __volatile__ goto(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 6f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 6f\n\t")
       "0:\n\t"
       "adrp %[t], 3b\n\t"
       "add %[t], %[t], :lo12:3b\n\t"
@@ -472,19 +454,8 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
 #if defined(__x86_64__)
   const intptr_t off = __rseq_offset;
   __asm__ __volatile__(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 5f\n\t"
-      ".quad 1f, 6f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 5f\n\t" ".quad 1f, 6f\n\t")
       "0:\n\t"
       "leaq 3b(%%rip), %[tmp]\n\t"
       "movq %[tmp], %%fs:8(%[off])\n\t"
@@ -506,9 +477,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       PERCPU_RSEQ_INJECT_ASM
       "movq %[tmp], (%[addr])\n\t"
       "2:\n\t"
-      ".pushsection __rseq_failure, \"ax?\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
+      PERCPU_RSEQ_X86_FAILURE_SIG
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
       PERCPU_RSEQ_X86_COUNT_ABORT("%[tmp]")
@@ -528,19 +497,8 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
   char* const rseq =
       static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
   __asm__ __volatile__(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 5f\n\t"
-      ".quad 1f, 6f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 5f\n\t" ".quad 1f, 6f\n\t")
       "0:\n\t"
       "adrp %[tmp], 3b\n\t"
       "add %[tmp], %[tmp], :lo12:3b\n\t"
@@ -590,18 +548,8 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
 #if defined(__x86_64__)
   const intptr_t off = __rseq_offset;
   __asm__ __volatile__ goto(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 6f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 6f\n\t")
       "0:\n\t"
       "leaq 3b(%%rip), %[t]\n\t"
       "movq %[t], %%fs:8(%[off])\n\t"
@@ -621,9 +569,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       // Commit: one instruction, its store is the only side effect.
       "addq %[v], (%[t])\n\t"
       "2:\n\t"
-      ".pushsection __rseq_failure, \"ax?\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
+      PERCPU_RSEQ_X86_FAILURE_SIG
       "4:\n\t"
       PERCPU_RSEQ_INJECT_ABORT
       PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
@@ -644,18 +590,8 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
   char* const rseq =
       static_cast<char*>(__builtin_thread_pointer()) + __rseq_offset;
   __asm__ __volatile__ goto(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 6f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 6f\n\t")
       "0:\n\t"
       "adrp %[t], 3b\n\t"
       "add %[t], %[t], :lo12:3b\n\t"
@@ -737,19 +673,8 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
   uint64_t ver, idx, t1, t2;
   const intptr_t off = __rseq_offset;
   __asm__ __volatile__(
-      ".pushsection __rseq_cs, \"aw?\"\n\t"
-      ".balign 32\n\t"
-      "3:\n\t"
-      ".long 0, 0\n\t"
-      ".quad 1f, (2f - 1f), 4f\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_cs_ptr_array, \"aw?\"\n\t"
-      ".quad 3b\n\t"
-      ".popsection\n\t"
-      ".pushsection __rseq_exit_point_array, \"aw?\"\n\t"
-      ".quad 1f, 5f\n\t"
-      ".quad 1f, 6f\n\t"
-      ".popsection\n\t"
+      PERCPU_RSEQ_DESCRIPTOR
+      PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 5f\n\t" ".quad 1f, 6f\n\t")
       // restart: rseq->rseq_cs = &descriptor.
       "0:\n\t"
       "leaq 3b(%%rip), %[t1]\n\t"
@@ -785,9 +710,7 @@ inline uint32_t RseqLatchAddPair(uintptr_t base, size_t stride, uint32_t n,
       // Commit: the single store that publishes the new copy.
       "movq %[ver], (%[addr])\n\t"
       "2:\n\t"
-      ".pushsection __rseq_failure, \"ax?\"\n\t"
-      ".byte 0x0f, 0xb9, 0x3d\n\t"
-      ".long 0x53053053\n\t"
+      PERCPU_RSEQ_X86_FAILURE_SIG
       "4:\n\t"
       PERCPU_RSEQ_X86_COUNT_ABORT("%[t1]")
       "jmp 0b\n\t"
