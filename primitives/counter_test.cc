@@ -31,6 +31,21 @@ void RunThreads(int n, F f) {
   for (std::thread& t : threads) t.join();
 }
 
+// Until stop: CPUs 1..7 of `topo` go offline, absent, present and online
+// again, one after the other; `cycles` counts the rounds over all seven.
+void RemoveAddChurn(Topology* topo, const std::atomic<bool>& stop,
+                    std::atomic<uint64_t>& cycles) {
+  while (!stop.load()) {
+    for (int cpu = 1; cpu < 8; ++cpu) {
+      CHECK(topo->Offline(cpu).ok());
+      CHECK(topo->SetAbsent(cpu).ok());
+      CHECK(topo->SetPresent(cpu).ok());
+      CHECK(topo->Online(cpu).ok());
+    }
+    cycles.fetch_add(1);
+  }
+}
+
 bool Exported(const std::string& metric) {
   return RenderMetrics().find("\n" + metric + "\n") != std::string::npos;
 }
@@ -123,17 +138,9 @@ TEST_CASE("explicit domain: counts stay exact across CPU hotplug") {
     PacketCounter p("test_hotplug_pair", "", domain->get());
     CHECK((*domain)->live_families() == 3);
     std::atomic<bool> done{false};
-    std::thread hotplug([&] {
-      Topology* topo = (*domain)->topology();
-      while (!done.load()) {
-        for (int cpu = 1; cpu < 8; ++cpu) {
-          CHECK(topo->Offline(cpu).ok());
-          CHECK(topo->SetAbsent(cpu).ok());
-          CHECK(topo->SetPresent(cpu).ok());
-          CHECK(topo->Online(cpu).ok());
-        }
-      }
-    });
+    std::atomic<uint64_t> cycles{0};
+    std::thread hotplug(
+        [&] { RemoveAddChurn((*domain)->topology(), done, cycles); });
     RunThreads(kThreads, [&](int) {
       for (uint64_t i = 0; i < kAddsPerThread; ++i) {
         c.Inc();
@@ -203,18 +210,8 @@ TEST_CASE("rseq writer: inline adds stay exact across simulated hotplug") {
                    domain->get());
   std::atomic<bool> done{false};
   std::atomic<uint64_t> cycles{0};
-  std::thread hotplug([&] {
-    Topology* topo = (*domain)->topology();
-    while (!done.load()) {
-      for (int cpu = 1; cpu < 8; ++cpu) {
-        CHECK(topo->Offline(cpu).ok());
-        CHECK(topo->SetAbsent(cpu).ok());
-        CHECK(topo->SetPresent(cpu).ok());
-        CHECK(topo->Online(cpu).ok());
-      }
-      cycles.fetch_add(1);
-    }
-  });
+  std::thread hotplug(
+      [&] { RemoveAddChurn((*domain)->topology(), done, cycles); });
   // Writers run until the hotplug thread has done 20 full cycles (at least
   // kAddsPerThread adds each), so adds overlap every kind of event.
   std::atomic<uint64_t> adds{0};
