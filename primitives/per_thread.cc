@@ -1,6 +1,7 @@
 #include "primitives/per_thread.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,14 +20,51 @@ struct ThreadCounter::Chunk {
 
 namespace internal {
 
+namespace {
+constexpr size_t kPerThreadTableBytes =
+    sizeof(PerThreadSlot*) * size_t{kPerThreadFastIds};
+}  // namespace
+
+PerThreadState& PerThreadState::operator=(PerThreadState&& other) noexcept {
+  if (this != &other) {
+    this->~PerThreadState();
+    entries = std::exchange(other.entries, nullptr);
+    high_water = std::exchange(other.high_water, 0);
+    listed = std::exchange(other.listed, false);
+  }
+  return *this;
+}
+
+PerThreadState::~PerThreadState() {
+  if (entries != nullptr) munmap(entries, kPerThreadTableBytes);
+  entries = nullptr;
+}
+
+bool PerThreadState::MapTable() {
+  if (entries != nullptr) return true;
+  // Anonymous pages read as zero (null entries) and cost memory only once
+  // touched: a thread's RSS grows by a page per 512 (64-bit) ids it uses.
+  void* p = mmap(nullptr, kPerThreadTableBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  entries = static_cast<PerThreadSlot**>(p);
+  return true;
+}
+
 void PerThreadRegistry::Register(ThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
   if (!free_ids_.empty()) {
     c->id_ = free_ids_.back();
     free_ids_.pop_back();
-  } else {
+  } else if (records_.size() < kPerThreadOverflowId) {
     c->id_ = static_cast<uint32_t>(records_.size());
     records_.emplace_back();
+  } else {
+    // Every fast id is taken: the counter counts through overflow_ (its
+    // id's entry is null in every table, so every add takes AddSlow).
+    c->id_ = kPerThreadOverflowId;
+    c->serial_ = next_serial_++;
+    return;
   }
   c->serial_ = next_serial_++;
   records_[c->id_] = Record{c->serial_, c};
@@ -43,25 +81,22 @@ void PerThreadRegistry::Unregister(ThreadCounter* c) {
   std::lock_guard<Mutex> lock(mu_);
   // From now on no exit fold touches c, and no thread's entry refers to it:
   // the id may be reused by the next counter.
+  c->magic_ = ThreadCounter::kDeadMagic;
+  if (c->id_ == kPerThreadOverflowId) return;
   for (PerThreadState* st : states_) {
-    if (c->id_ < st->capacity) st->entries[c->id_] = nullptr;
+    if (c->id_ < st->high_water) st->entries[c->id_] = nullptr;
   }
   records_[c->id_] = Record{};
   free_ids_.push_back(c->id_);
-  c->magic_ = ThreadCounter::kDeadMagic;
 }
 
 PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
                                          ThreadCounter* c) {
+  if (c->id_ == kPerThreadOverflowId) return nullptr;
   std::lock_guard<Mutex> lock(mu_);
+  if (!st->MapTable()) return nullptr;
   ListLocked(st);
-  if (c->id_ >= st->capacity) {
-    const size_t n = std::max<size_t>(
-        {size_t{c->id_} + 1, size_t{st->capacity} * 2, size_t{8}});
-    st->storage.resize(n);
-    st->entries = st->storage.data();
-    st->capacity = static_cast<uint32_t>(n);
-  }
+  st->high_water = std::max(st->high_water, c->id_ + 1);
   PerThreadSlot*& e = st->entries[c->id_];
   if (e != nullptr) return e;
   // Take a slot of c (a destroyed counter that had the same id cleared its
@@ -102,13 +137,17 @@ PerThreadSlot* PerThreadRegistry::Attach(PerThreadState* st,
 void PerThreadRegistry::Add(ThreadCounter* c, PerThreadState* st,
                             uint64_t delta) {
   // ThreadCounter::Add's hot path on st's table.
-  PerThreadSlot* const s =
-      c->id_ < st->capacity ? st->entries[c->id_] : nullptr;
-  PerThreadOwnerAdd((s != nullptr ? s : Attach(st, c))->value, delta);
+  PerThreadSlot* s = st->entries != nullptr ? st->entries[c->id_] : nullptr;
+  if (s == nullptr) s = Attach(st, c);
+  if (s == nullptr) {
+    c->AddOverflow(delta);
+    return;
+  }
+  PerThreadOwnerAdd(s->value, delta);
 }
 
 void PerThreadRegistry::RetireLocked(PerThreadState* st) {
-  for (uint32_t id = 0; id < st->capacity; ++id) {
+  for (uint32_t id = 0; id < st->high_water; ++id) {
     PerThreadSlot* const slot = st->entries[id];
     if (slot == nullptr) continue;
     // Non-null entries belong to the live counter with that id: a
@@ -120,6 +159,7 @@ void PerThreadRegistry::RetireLocked(PerThreadState* st) {
     --c->slots_in_use_;
     st->entries[id] = nullptr;
   }
+  st->high_water = 0;
   if (st->listed) {
     auto it = std::find(states_.begin(), states_.end(), st);
     if (it != states_.end()) {
@@ -230,7 +270,7 @@ void ThreadExit(void* p) {
   GetRegistry().registry.Retire(st);
   if (internal::TlsPerThreadState() == st) {
     internal::TlsPerThreadState() = nullptr;
-    internal::TlsPerThreadFast() = internal::PerThreadTls{};
+    internal::TlsPerThreadEntries() = internal::g_per_thread_null_entries;
   }
   delete st;
 }
@@ -275,14 +315,26 @@ void ThreadCounter::AddSlow(uint64_t delta) {
     if (g.key_ok) pthread_setspecific(g.key, st);
   }
   internal::PerThreadSlot* slot = registry_->Attach(st, this);
-  // Attach may have grown the entry table: refresh the hot path's copy.
-  internal::TlsPerThreadFast() =
-      internal::PerThreadTls{st->entries, st->capacity};
+  if (slot == nullptr) {
+    // Overflow id, or st's table could not be mapped: exact, only slower.
+    AddOverflow(delta);
+    return;
+  }
+  // Attach mapped the table on the thread's first call: the hot path's copy.
+  internal::TlsPerThreadEntries() = st->entries;
   internal::PerThreadOwnerAdd(slot->value, delta);
 }
 
+void ThreadCounter::AddOverflow(uint64_t delta) {
+  // Relaxed: a statistics count shared by the adding threads; only
+  // atomicity is needed (nothing is published with it).
+  overflow_.fetch_add(delta, std::memory_order_relaxed);
+}
+
 uint64_t ThreadCounter::Sum() const {
-  return internal::PerThreadSum(seq_, acc_, [this](auto&& f) {
+  // Relaxed: as in AddOverflow; never folded, so no seqcount is needed.
+  const uint64_t overflow = overflow_.load(std::memory_order_relaxed);
+  return overflow + internal::PerThreadSum(seq_, acc_, [this](auto&& f) {
     for (const Chunk* c = chunks_.load(std::memory_order_acquire);  // Pairs with: release store of chunks_ in PerThreadRegistry::Attach().
          c != nullptr; c = c->next) {
       for (const internal::PerThreadSlot& s : c->slots) f(s.value);

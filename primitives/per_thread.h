@@ -10,14 +10,21 @@
 //   c.Add(1);             // any thread; first use per thread registers a slot
 //   uint64_t n = c.Sum(); // any thread: accumulator + all slots
 //
-// Hot path after a thread's first Add() on a counter: the counter's id, a
-// bounds check against the thread's capacity (a TLS load), the slot pointer
-// from the thread's table (a TLS load and an indexed load), a null test,
-// and the owner's add (x86_64: one unlocked "addq" to the slot; elsewhere a
-// relaxed load and a relaxed store). A destroyed counter's id is cleared in
-// every live thread's table (under the registry mutex) before the id can be
-// reused, so a non-null entry always belongs to the live counter with that
-// id: no generation compare on the hot path.
+// Hot path after a thread's first Add() on a counter: the counter's id, the
+// thread's table (a TLS load), the slot pointer at the id (an indexed load),
+// a null test, and the owner's add (x86_64: one unlocked "addq" to the slot;
+// elsewhere a relaxed load and a relaxed store). No bounds check: every
+// thread's table has kPerThreadFastIds entries (a thread that has not
+// registered reads a shared all-null table of that size), and counter ids
+// stay below it. A destroyed counter's id is cleared in every live thread's
+// table (under the registry mutex) before the id can be reused, so a
+// non-null entry always belongs to the live counter with that id: no
+// generation compare on the hot path.
+//
+// Beyond kPerThreadFastIds - 1 live counters (or if a thread's table cannot
+// be mapped) a counter still counts exactly, through one shared relaxed
+// atomic add (a lock-prefixed instruction, contended across threads):
+// slower, never wrong. SlotsCreated() tells which mode a counter is in.
 //
 // Exit fold (docs/writers.md has the proof and the ordering table): at
 // thread exit (a pthread-key destructor, which runs after the thread's C++
@@ -72,6 +79,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "primitives/contract.h"
@@ -172,6 +180,25 @@ struct alignas(64) PerThreadSlot {
   Atomic<uint64_t> value{0};
 };
 
+// Ids a thread's table holds. Tables are mapped lazily (anonymous pages,
+// zero until touched), so a thread pays RSS only for the pages holding the
+// ids it uses: 64 KiB (32-bit) / 128 KiB (64-bit) of address space each.
+// The model checker's builds use a small table (the protocol is the same).
+#if defined(PERCPU_MODEL_CHECK)
+inline constexpr uint32_t kPerThreadFastIds = 64;
+#else
+inline constexpr uint32_t kPerThreadFastIds = 1u << 14;
+#endif
+// The id of counters registered when every fast id is taken: its entry is
+// null in every table (never attached), so each Add() takes the slow path,
+// which counts it in the counter's shared overflow atomic.
+inline constexpr uint32_t kPerThreadOverflowId = kPerThreadFastIds - 1;
+
+// The table of a thread that has no state yet (and after its exit): all
+// null, so its first Add() to any counter takes the slow path. Never
+// written (zero-initialized, in .bss: its untouched pages cost no memory).
+inline PerThreadSlot* g_per_thread_null_entries[kPerThreadFastIds] = {};
+
 // A thread's state: entries[id] is the thread's slot of the live counter
 // with that id, or nullptr. Entries are written only under the registry
 // mutex: by the owning thread (AddSlow) and by a counter's destructor,
@@ -179,10 +206,19 @@ struct alignas(64) PerThreadSlot {
 // reused (a thread never reads the entry of a counter being destroyed:
 // the contract forbids Add() during destruction, and a later counter with
 // the same id is published to the thread after the destructor's unlock).
-struct PerThreadState {
-  PerThreadSlot** entries = nullptr;  // capacity elements
-  uint32_t capacity = 0;
-  std::vector<PerThreadSlot*> storage;
+class PerThreadState {
+ public:
+  PerThreadState() = default;
+  PerThreadState(PerThreadState&& other) noexcept { *this = std::move(other); }
+  PerThreadState& operator=(PerThreadState&& other) noexcept;
+  ~PerThreadState();
+
+  // Maps the table (kPerThreadFastIds null entries) if it is not mapped.
+  // False if the mapping failed (the caller counts without a slot).
+  bool MapTable();
+
+  PerThreadSlot** entries = nullptr;  // kPerThreadFastIds entries, or null
+  uint32_t high_water = 0;  // entries at and above it are all null
   bool listed = false;  // in its registry's list of states (registry mutex)
 };
 
@@ -195,18 +231,15 @@ inline PerThreadState*& TlsPerThreadState() {
   return state;
 }
 
-// A copy of the state's entries pointer and capacity kept in the TLS block
-// itself, so the hot path reads both with thread-pointer-relative loads
-// instead of first loading the state pointer (one dependent load and a
-// null test fewer). capacity 0 = no state. Written only by the owning
-// thread (AddSlow, its exit hook), always together with TlsPerThreadState.
-struct PerThreadTls {
-  PerThreadSlot** entries = nullptr;
-  uint32_t capacity = 0;
-};
-inline PerThreadTls& TlsPerThreadFast() {
-  static thread_local PerThreadTls fast;
-  return fast;
+// The hot path's table: the state's entries, or the shared null table while
+// the thread has no state. Kept in the TLS block itself, so the hot path
+// reads it with one thread-pointer-relative load. Written only by the owning
+// thread (AddSlow, its exit hook, a fork child), together with
+// TlsPerThreadState. Constant initialization: no TLS guard.
+inline PerThreadSlot* const*& TlsPerThreadEntries() {
+  static thread_local PerThreadSlot* const* entries =
+      g_per_thread_null_entries;
+  return entries;
 }
 
 }  // namespace internal
@@ -235,13 +268,11 @@ class ThreadCounter {
       return;
     }
 #endif
-    const internal::PerThreadTls& t = internal::TlsPerThreadFast();
-    if (__builtin_expect(id_ < t.capacity, 1)) {
-      internal::PerThreadSlot* const s = t.entries[id_];
-      if (__builtin_expect(s != nullptr, 1)) {
-        internal::PerThreadOwnerAdd(s->value, delta);
-        return;
-      }
+    // id_ < kPerThreadFastIds, the size of every table: no bounds check.
+    internal::PerThreadSlot* const s = internal::TlsPerThreadEntries()[id_];
+    if (__builtin_expect(s != nullptr, 1)) {
+      internal::PerThreadOwnerAdd(s->value, delta);
+      return;
     }
     AddSlow(delta);
   }
@@ -251,7 +282,8 @@ class ThreadCounter {
   uint64_t Sum() const;
 
   // Diagnostics. Slots ever created (<= the maximum number of threads that
-  // used the counter at the same time), and slots now owned by a thread.
+  // used the counter at the same time; 0 for a counter in overflow mode,
+  // see above), and slots now owned by a thread.
   size_t SlotsCreated() const;
   size_t SlotsInUse() const;
   // The accumulated count of exited threads.
@@ -264,12 +296,17 @@ class ThreadCounter {
   static constexpr uint32_t kDeadMagic = 0xdead7e4du;
 
   [[gnu::noinline]] void AddSlow(uint64_t delta);
+  void AddOverflow(uint64_t delta);
 
-  uint32_t id_;       // index into every thread's entries (reused)
+  uint32_t id_;       // index into every thread's entries (reused), or
+                      // kPerThreadOverflowId
   uint32_t magic_ = kAliveMagic;
   uint64_t serial_;   // this incarnation (never reused)
   SeqCount seq_;      // write sections: exit folds
   internal::Atomic<uint64_t> acc_{0};
+  // Adds counted without a slot (overflow id, or a thread whose table could
+  // not be mapped): shared, fetch_add.
+  internal::Atomic<uint64_t> overflow_{0};
   // Singly linked list of slot chunks, newest first; published with a
   // release store, never shrinks until destruction.
   internal::Atomic<Chunk*> chunks_{nullptr};

@@ -36,6 +36,50 @@ TEST_CASE("exited threads fold exactly into the accumulator") {
   CHECK(c.SlotsCreated() == 1);
 }
 
+// More live counters than a thread's table has ids: the extra counters
+// count exactly through the shared overflow add (no slot), the last fast
+// id works like any other, and a freed fast id is reused by the next
+// counter, which gets slots again. Two threads add to every counter; one
+// exits (its slots are folded), the other stays.
+TEST_CASE("counters beyond the fast ids count exactly (overflow mode)") {
+  std::vector<std::unique_ptr<ThreadCounter>> fast;
+  // Take every fast id this process has free (other tests' counters are
+  // destroyed, so that is all of them but the overflow id).
+  for (uint32_t i = 0; i + 1 < internal::kPerThreadFastIds; ++i) {
+    fast.push_back(std::make_unique<ThreadCounter>());
+  }
+  std::vector<std::unique_ptr<ThreadCounter>> extra;
+  for (int i = 0; i < 3; ++i) {
+    extra.push_back(std::make_unique<ThreadCounter>());
+  }
+  auto add_all = [&](uint64_t k) {
+    fast.back()->Add(k);
+    fast.front()->Add(k);
+    for (auto& c : extra) {
+      for (int i = 0; i < 100; ++i) c->Add(k);
+    }
+  };
+  std::thread t([&] { add_all(2); });
+  t.join();
+  add_all(1);
+  for (auto& c : extra) {
+    CHECK(c->Sum() == 300);
+    CHECK(c->SlotsCreated() == 0);  // overflow mode: no slot
+  }
+  CHECK(fast.back()->Sum() == 3);   // the last fast id: slots as usual
+  CHECK(fast.back()->SlotsCreated() == 1);
+  CHECK(fast.front()->Sum() == 3);
+  // Freeing a fast counter frees its id: the next counter takes it.
+  fast.pop_back();
+  ThreadCounter again;
+  std::thread u([&] { again.Add(5); });
+  u.join();
+  again.Add(7);
+  CHECK(again.Sum() == 12);
+  CHECK(again.SlotsCreated() == 1);  // reused the exited thread's slot
+  CHECK(again.ExitedTotal() == 5);
+}
+
 // 200 short-lived threads in waves of kLive, each adding, while a reader
 // sums continuously: the sum never goes backwards, never exceeds what was
 // written so far, and ends exact. Slots are reused: created <= kLive.
