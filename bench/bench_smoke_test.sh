@@ -38,8 +38,11 @@ rows=(
   3.insns_group_vs_read_once
   3.seqcount_i686_vs_64bit
   3.seqcount_forced_vs_64bit
+  4.percpu_vs_librseq_shape
   4.percpu_vs_rseq_floor
   4.percpu_vs_plain_tls
+  4.librseq_shape_vs_plain_tls
+  4.rseq_floor_vs_plain_tls
   4.per_thread_vs_relaxed_tls
   4.per_thread_vs_plain_tls
   4.percpu_vs_shared_atomic.t1
@@ -63,7 +66,7 @@ rows=(
   6.fold_vs_stream_192
 )
 for kind in plain_tls percpu_add per_thread fallback_getcpu shared_fetch_add \
-    mutex ovs_numa_locked percpu_pair relaxed_tls rseq_floor; do
+    mutex ovs_numa_locked percpu_pair relaxed_tls rseq_floor librseq_shape; do
   rows+=("4.cost.$kind.t1" "4.cost.$kind.t2")
 done
 for id in "${rows[@]}"; do

@@ -180,6 +180,8 @@ const char* UpdateKindName(UpdateKind kind) {
       return "relaxed_tls";
     case UpdateKind::kRseqFloor:
       return "rseq_floor";
+    case UpdateKind::kLibrseqShape:
+      return "librseq_shape";
   }
   return "?";
 }
@@ -226,6 +228,8 @@ StatusOr<std::unique_ptr<UpdateTargets>> UpdateTargets::Create() {
   t->per_thread_.reset(new ThreadCounter());
   t->fallback_slots_.reset(new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
   t->floor_slots_.reset(new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
+  t->librseq_slots_.reset(
+      new PaddedSlot[static_cast<size_t>(t->num_cpus_)]);
   t->nodes_.reset(new NodeStats[static_cast<size_t>(t->num_nodes_)]);
 
   StatusOr<std::shared_ptr<PerCpuAllocator>> alloc =
@@ -274,6 +278,8 @@ void UpdateTargets::Run(UpdateKind kind, uint64_t iters) {
       return RunRelaxedTls(iters);
     case UpdateKind::kRseqFloor:
       return RunRseqFloor(iters);
+    case UpdateKind::kLibrseqShape:
+      return RunLibrseqShape(iters);
   }
 }
 
@@ -424,6 +430,68 @@ __attribute__((noinline)) void UpdateTargets::RunRseqFloor(uint64_t iters) {
   }
 }
 
+// librseq's per-CPU add as its callers write it (compudj/librseq's
+// rseq_load_add_store__ptr with RSEQ_PERCPU_CPU_ID, read for its shape, no
+// code copied): the caller reads cpu_id_start (always a valid CPU number),
+// computes the slot address, then the sequence arms rseq_cs, compares
+// cpu_id with that CPU (a mismatch, or an unregistered thread whose cpu_id
+// is negative, aborts), and commits with one addq (librseq's x86 add); an
+// abort returns to the caller, which retries. The registration check the
+// floor above omits is this compare: what a safe rseq add cannot drop.
+__attribute__((noinline)) void UpdateTargets::RunLibrseqShape(uint64_t iters) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(librseq_slots_.get());
+#if PERCPU_HAVE_RSEQ_ASM && defined(__x86_64__)
+  if (CurrentWriterMode() == WriterMode::kRseq) {
+    const intptr_t off = __rseq_offset;
+    for (uint64_t i = 0; i < iters; ++i) {
+    retry:
+      uint32_t cpu;
+      // cpu_id_start (offset 0 of struct rseq): a hint, re-checked inside.
+      __asm__ __volatile__("movl %%fs:(%[off]), %[cpu]"
+                           : [cpu] "=r"(cpu)
+                           : [off] "r"(off));
+      const uintptr_t slot = base + (uintptr_t{cpu} << 6);
+      uint64_t tmp;
+      // volatile: GCC drops an asm goto whose outputs are unused.
+      __asm__ __volatile__ goto(
+          ".pushsection __rseq_cs, \"aw?\"\n\t"
+          ".balign 32\n\t"
+          "3:\n\t"
+          ".long 0, 0\n\t"
+          ".quad 1f, (2f - 1f), 4f\n\t"
+          ".popsection\n\t"
+          "leaq 3b(%%rip), %[tmp]\n\t"
+          "movq %[tmp], %%fs:8(%[off])\n\t"
+          "1:\n\t"
+          "cmpl %[cpu], %%fs:4(%[off])\n\t"
+          "jnz 4f\n\t"
+          "addq $1, (%[slot])\n\t"
+          "2:\n\t"
+          ".pushsection __rseq_failure, \"ax?\"\n\t"
+          ".byte 0x0f, 0xb9, 0x3d\n\t"
+          ".long 0x53053053\n\t"
+          "4:\n\t"
+          "jmp %l[aborted]\n\t"
+          ".popsection\n\t"
+          : [tmp] "=&r"(tmp)
+          : [off] "r"(off), [cpu] "r"(cpu), [slot] "r"(slot)
+          : "memory", "cc"
+          : aborted);
+      continue;
+    aborted:
+      goto retry;
+    }
+    return;
+  }
+#endif
+  for (uint64_t i = 0; i < iters; ++i) {
+    // Relaxed suffices: a statistics counter (no rseq on this machine).
+    librseq_slots_[0].value.fetch_add(1, std::memory_order_relaxed);
+    CompilerBarrier();
+  }
+  (void)base;
+}
+
 __attribute__((noinline)) void UpdateTargets::RunPerCpuPair(uint64_t iters) {
   for (uint64_t i = 0; i < iters; ++i) {
     (void)packets_.TryAddThisCpu(1);
@@ -467,12 +535,15 @@ uint64_t UpdateTargets::Total(UpdateKind kind) const {
       return packets_.Sum();
     case UpdateKind::kRelaxedTls:
       return 0;  // per thread, like kPlainThreadLocal
-    case UpdateKind::kRseqFloor: {
+    case UpdateKind::kRseqFloor:
+    case UpdateKind::kLibrseqShape: {
+      const PaddedSlot* slots = kind == UpdateKind::kRseqFloor
+                                    ? floor_slots_.get()
+                                    : librseq_slots_.get();
       uint64_t s = 0;
       for (int c = 0; c < num_cpus_; ++c) {
         // Relaxed suffices: writers are quiescent (joined) when called.
-        s += floor_slots_[static_cast<size_t>(c)].value.load(
-            std::memory_order_relaxed);
+        s += slots[c].value.load(std::memory_order_relaxed);
       }
       return s;
     }

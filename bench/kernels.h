@@ -123,7 +123,8 @@ enum class UpdateKind {
   kOvsNumaLocked,     // per-NUMA-node spinlock + {packets, bytes}
   kPerCpuPair,        // per-CPU {packets, bytes}: two CpuSlots adds
   kRelaxedTls,        // thread_local Atomic<uint64_t>: relaxed load + store
-  kRseqFloor,         // the rseq minimum, written here (see RseqFloorAdd)
+  kRseqFloor,         // the rseq minimum, written here (see RunRseqFloor)
+  kLibrseqShape,      // librseq's load_add_store add, written here
 };
 inline constexpr UpdateKind kAllUpdateKinds[] = {
     UpdateKind::kPlainThreadLocal, UpdateKind::kPerCpuRseq,
@@ -131,6 +132,7 @@ inline constexpr UpdateKind kAllUpdateKinds[] = {
     UpdateKind::kSharedAtomic,     UpdateKind::kMutex,
     UpdateKind::kOvsNumaLocked,    UpdateKind::kPerCpuPair,
     UpdateKind::kRelaxedTls,       UpdateKind::kRseqFloor,
+    UpdateKind::kLibrseqShape,
 };
 // Short stable names ("plain_tls", "percpu_rseq", ...).
 const char* UpdateKindName(UpdateKind kind);
@@ -208,7 +210,9 @@ class UpdateTargets {
   void RunPerCpuPair(uint64_t iters);
   void RunRelaxedTls(uint64_t iters);
   void RunRseqFloor(uint64_t iters);
+  void RunLibrseqShape(uint64_t iters);
   std::unique_ptr<PaddedSlot[]> floor_slots_;  // kRseqFloor, one per CPU id
+  std::unique_ptr<PaddedSlot[]> librseq_slots_;  // kLibrseqShape, likewise
 };
 
 // The calling thread's plain thread-local count (kPlainThreadLocal).

@@ -1113,16 +1113,29 @@ Status RunUpdateExperiments(int rounds, double window_s, Report* rep) {
     r.goal = goal;
     rep->rows.push_back(r);
   };
+  add_cost("4.percpu_vs_librseq_shape",
+           "per-CPU add (CpuSlotCounter::Add, " + mode +
+               ") cost / librseq's load_add_store add written in the bench "
+               "(cpu_id_start, compare cpu_id, load/add/store), 1 thread",
+           K::kPerCpuRseq, K::kLibrseqShape, "1.52x librseq",
+           GoalOp::kAtMost, 1.0);
   add_cost("4.percpu_vs_rseq_floor",
            "per-CPU add (CpuSlotCounter::Add, " + mode +
-               ") cost / the rseq minimum written in the bench (librseq's "
-               "load_add_store shape), 1 thread",
-           K::kPerCpuRseq, K::kRseqFloor, "1.52x librseq",
-           GoalOp::kAtMost, 1.0);
+               ") cost / the rseq minimum without librseq's registration "
+               "compare (unsafe in a library), 1 thread",
+           K::kPerCpuRseq, K::kRseqFloor, "-", GoalOp::kNone, 0);
   add_cost("4.percpu_vs_plain_tls",
            "per-CPU add (CpuSlotCounter::Add, " + mode +
                ") cost / plain thread-local +=, 1 thread",
            K::kPerCpuRseq, K::kPlainThreadLocal, "-", GoalOp::kAtMost, 1.5);
+  add_cost("4.librseq_shape_vs_plain_tls",
+           "librseq's add (above) cost / plain thread-local +=: what any "
+           "safe rseq add pays, 1 thread",
+           K::kLibrseqShape, K::kPlainThreadLocal, "-", GoalOp::kNone, 0);
+  add_cost("4.rseq_floor_vs_plain_tls",
+           "rseq minimum (no registration compare) cost / plain "
+           "thread-local +=, 1 thread",
+           K::kRseqFloor, K::kPlainThreadLocal, "-", GoalOp::kNone, 0);
   add_cost("4.per_thread_vs_relaxed_tls",
            "per-thread add (ThreadCounter::Add) cost / relaxed "
            "thread-local atomic load+store, 1 thread",
