@@ -438,13 +438,23 @@ __attribute__((noinline)) void UpdateTargets::RunRseqFloor(uint64_t iters) {
 // is negative, aborts), and commits with one addq (librseq's x86 add); an
 // abort returns to the caller, which retries. The registration check the
 // floor above omits is this compare: what a safe rseq add cannot drop.
+// librseq keeps the area's offset in its own variable (set when it
+// registers, so not const): a librseq build (9.0, gcc 12 -O2) reloads it on
+// every add, and so does this loop; the slots' base stays in a register,
+// as librseq's static test array's address does.
+// Read through a volatile access below: GCC hoists even an external one
+// out of this loop, which it does not do in librseq's (its rseq_offset is
+// defined in another object).
+intptr_t g_librseq_style_offset = 0;
 __attribute__((noinline)) void UpdateTargets::RunLibrseqShape(uint64_t iters) {
   const uintptr_t base = reinterpret_cast<uintptr_t>(librseq_slots_.get());
 #if PERCPU_HAVE_RSEQ_ASM && defined(__x86_64__)
   if (CurrentWriterMode() == WriterMode::kRseq) {
-    const intptr_t off = __rseq_offset;
+    g_librseq_style_offset = __rseq_offset;
     for (uint64_t i = 0; i < iters; ++i) {
     retry:
+      const intptr_t off =
+          *static_cast<volatile intptr_t*>(&g_librseq_style_offset);
       uint32_t cpu;
       // cpu_id_start (offset 0 of struct rseq): a hint, re-checked inside.
       __asm__ __volatile__("movl %%fs:(%[off]), %[cpu]"

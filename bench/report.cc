@@ -1837,7 +1837,7 @@ std::string ToText(const Report& rep) {
       "librseq (https://github.com/compudj/librseq): its "
       "rseq_load_add_store__ptr add and rseq_mempool percpu_zmalloc/free, "
       "measured in issue 14 on this machine class; not built here (rows "
-      "4.percpu_vs_rseq_floor, 5.fill_16B_*, 5.churn_16B_*).",
+      "4.percpu_vs_librseq_shape, 5.fill_16B_*, 5.churn_16B_*).",
   };
   for (const char* l : kLegend) s += Wrap(l, 100, "  ");
   if (!rep.notes.empty()) {
