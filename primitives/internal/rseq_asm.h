@@ -332,6 +332,20 @@ inline uint32_t RseqAddU64(uintptr_t base, size_t stride, uint32_t n,
 // Precondition: as RseqAddU64 (and n > 0 only in mode kRseq).
 // "rm" lets gcc fold a member's reload into the instruction; clang always
 // picks the memory alternative, spilling a value it holds in a register.
+// The x86_64 end of the two "try" adds (RseqTryAddU64Shift,
+// RseqTryAddU64Present): the one-instruction commit of v at %[t], the
+// abort handler (restart at 0:), and the exit at 6: (cpu out of range or
+// not present) that disarms and jumps to the caller's slow path; then the
+// disarm after the commit (issue 12 item 3).
+#define PERCPU_RSEQ_X86_TRY_COMMIT_AND_EXITS                         \
+  /* Commit: one instruction, its store is the only side effect. */ \
+  "addq %[v], (%[t])\n\t"                                            \
+  /* post_commit_ip. */                                              \
+  "2:\n\t" PERCPU_RSEQ_X86_FAILURE_SIG "4:\n\t"                      \
+  PERCPU_RSEQ_INJECT_ABORT PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")       \
+  "jmp 0b\n\t"                                                       \
+  "6:\n\t" PERCPU_RSEQ_X86_DISARM "jmp %l[out]\n\t"                  \
+  ".popsection\n\t" PERCPU_RSEQ_X86_DISARM
 #if defined(__clang__)
 #define PERCPU_RSEQ_RM_(x) "r"(x)
 #else
@@ -362,22 +376,7 @@ template <int kShift>
       "shlq %[shift], %[t]\n\t"
       "addq %[base], %[t]\n\t"
       PERCPU_RSEQ_INJECT_ASM
-      // Commit: one instruction, its store is the only side effect.
-      "addq %[v], (%[t])\n\t"
-      // post_commit_ip.
-      "2:\n\t"
-      PERCPU_RSEQ_X86_FAILURE_SIG
-      "4:\n\t"
-      PERCPU_RSEQ_INJECT_ABORT
-      PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
-      "jmp 0b\n\t"
-      // Out of range: disarm, then the caller's slow path.
-      "6:\n\t"
-      PERCPU_RSEQ_X86_DISARM
-      "jmp %l[out]\n\t"
-      ".popsection\n\t"
-      // Disarm (issue 12 item 3).
-      PERCPU_RSEQ_X86_DISARM
+      PERCPU_RSEQ_X86_TRY_COMMIT_AND_EXITS
       : [t] "=&r"(t)
       : [off] "r"(off), [base] PERCPU_RSEQ_RM_(base), [n] PERCPU_RSEQ_RM_(n),
         [v] "er"(v),
@@ -566,20 +565,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
       "imulq %[stride], %[t]\n\t"
       "addq %[base], %[t]\n\t"
       PERCPU_RSEQ_INJECT_ASM
-      // Commit: one instruction, its store is the only side effect.
-      "addq %[v], (%[t])\n\t"
-      "2:\n\t"
-      PERCPU_RSEQ_X86_FAILURE_SIG
-      "4:\n\t"
-      PERCPU_RSEQ_INJECT_ABORT
-      PERCPU_RSEQ_X86_COUNT_ABORT("%[t]")
-      "jmp 0b\n\t"
-      // Out of range or not present: disarm, then the caller's slow path.
-      "6:\n\t"
-      PERCPU_RSEQ_X86_DISARM
-      "jmp %l[out]\n\t"
-      ".popsection\n\t"
-      PERCPU_RSEQ_X86_DISARM
+      PERCPU_RSEQ_X86_TRY_COMMIT_AND_EXITS
       : [t] "=&r"(t), [a] "=&r"(a)
       : [off] "r"(off), [base] "r"(base), [stride] "r"(stride),
         [n] PERCPU_RSEQ_RM_(n), [mask] "r"(mask), [v] "er"(v)
