@@ -490,6 +490,25 @@ class Engine {
   std::vector<Event> events_;
   std::vector<Loc> locs_;
   std::vector<VarState> vars_;
+  // Emptied vectors of earlier executions' locations, variables and
+  // decisions, reused with their capacity (see ResetExecution).
+  std::vector<std::vector<int>> int_pool_;
+  std::vector<std::vector<VarAcc>> var_pool_;
+  std::vector<Choice> choice_pool_;
+  std::vector<Action> scratch_opts_;
+  std::vector<uint32_t> scratch_segs_;
+  void TakePooled(std::vector<int>* v) {
+    if (int_pool_.empty()) return;
+    v->swap(int_pool_.back());
+    int_pool_.pop_back();
+  }
+  void PopChoice() {
+    Choice& c = stack_.back();
+    c.opts.clear();
+    c.seg_end.clear();
+    choice_pool_.push_back(std::move(c));
+    stack_.pop_back();
+  }
   std::vector<int> sc_events_;
   std::vector<std::pair<int, int>> sc_sw_;  // direct sw between SC events
   std::vector<size_t> sc_sw_mark_;          // sc_sw_ size before each event
@@ -1172,8 +1191,10 @@ bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
     *out = c.opts[c.cur];
     return true;
   }
-  std::vector<Action> opts;
-  std::vector<uint32_t> segs;
+  std::vector<Action>& opts = scratch_opts_;
+  std::vector<uint32_t>& segs = scratch_segs_;
+  opts.clear();
+  segs.clear();
   if (kind == DecideKind::kSched) {
     EnumSched(&opts, &segs);
   } else if (kind == DecideKind::kMain) {
@@ -1188,11 +1209,20 @@ bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
   if (opts.empty()) return false;
   size_t idx = 0;
   if (mode_ == Mode::kDfs) {
-    stack_.emplace_back();
+    if (choice_pool_.empty()) {
+      stack_.emplace_back();
+    } else {
+      stack_.push_back(std::move(choice_pool_.back()));
+      choice_pool_.pop_back();
+      Choice& r = stack_.back();
+      r.cur = 0;
+      r.enabled_segs = 0;
+      r.ev = -1;
+    }
     Choice& c = stack_.back();
-    c.opts = std::move(opts);
+    c.opts.swap(opts);  // opts gets the pooled (empty) vector back
     if (kind == DecideKind::kSched && p_.lazy_deferral) {
-      c.seg_end = std::move(segs);
+      c.seg_end.swap(segs);
       c.Enable(1);
     }
     if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
@@ -1257,6 +1287,8 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
                       const void* addr) {
   int id = static_cast<int>(locs_.size());
   locs_.emplace_back();
+  TakePooled(&locs_.back().mo);
+  TakePooled(&locs_.back().acc);
   locs_.back().width = width;
   locs_.back().info = info;
   locs_.back().addr = static_cast<const char*>(addr);
@@ -1736,6 +1768,10 @@ void Engine::Fail(test_result_e r, const std::string& desc,
 int Engine::NewVar(bool initialized, const debug_info& info,
                    const void* addr) {
   vars_.emplace_back();
+  if (!var_pool_.empty()) {
+    vars_.back().reads.swap(var_pool_.back());
+    var_pool_.pop_back();
+  }
   vars_.back().init = initialized;
   vars_.back().decl = info;
   vars_.back().addr = static_cast<const char*>(addr);
@@ -1791,16 +1827,38 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
 // ---------------------------------------------------------------- driver
 
 void Engine::ResetExecution() {
+  // Per-execution containers keep their capacity (clear(), pools): an
+  // execution re-running the same test makes the same allocations, so after
+  // the first few executions the engine allocates nothing per execution.
   events_.clear();
+  for (Loc& l : locs_) {
+    l.mo.clear();
+    l.acc.clear();
+    int_pool_.push_back(std::move(l.mo));
+    int_pool_.push_back(std::move(l.acc));
+  }
   locs_.clear();
+  for (VarState& v : vars_) {
+    v.reads.clear();
+    var_pool_.push_back(std::move(v.reads));
+  }
   vars_.clear();
   sc_events_.clear();
   sc_sw_.clear();
   sc_sw_mark_.clear();
   for (auto& th : threads_) {
     char* stack = th.stack;
+    std::vector<int> sc_pending = std::move(th.sc_pending);
+    std::vector<SpinRead> cur = std::move(th.cur_reads);
+    std::vector<SpinRead> prev = std::move(th.prev_reads);
     th = ThreadState();
     th.stack = stack;
+    sc_pending.clear();
+    cur.clear();
+    prev.clear();
+    th.sc_pending = std::move(sc_pending);
+    th.cur_reads = std::move(cur);
+    th.prev_reads = std::move(prev);
   }
   cur_ = n_;
   in_thread_ = false;
@@ -2011,7 +2069,7 @@ test_result_e Engine::Run(test_result_e expected) {
     t_warmup = true;
     RunOne();
     t_warmup = false;
-    stack_.clear();
+    while (!stack_.empty()) PopChoice();
     mode_ = saved;
   }
   test_result_e found = test_result_success;
@@ -2059,7 +2117,7 @@ test_result_e Engine::Run(test_result_e expected) {
         // Next branch: deepest decision with an untried option.
         while (!stack_.empty() &&
                stack_.back().cur + 1 >= stack_.back().EnabledEnd())
-          stack_.pop_back();
+          PopChoice();
         if (stack_.empty()) break;
         ++stack_.back().cur;
       }
