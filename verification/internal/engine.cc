@@ -13,6 +13,7 @@
 
 #include <cxxabi.h>
 #include <ucontext.h>
+#include <unwind.h>
 
 #include <algorithm>
 #include <chrono>
@@ -381,7 +382,7 @@ class Engine {
     if (!aborting_) return false;
     if (in_thread_ && threads_[cur_].noabort == 0 &&
         std::uncaught_exceptions() == 0)
-      throw AbortExecution();
+      const_cast<Engine*>(this)->Abandon();
     return true;
   }
   void NoAbort(int delta) {
@@ -401,6 +402,9 @@ class Engine {
   void SwitchToScheduler();
   void AbortThreads();
   [[noreturn]] void Prune();
+  // Ends the running thread of an abandoned execution: drops its frames if
+  // unwinding would run none of their code, else throws AbortExecution.
+  [[noreturn]] void Abandon();
 
   // Decisions.
   enum class DecideKind { kSched, kMain, kRand };
@@ -668,6 +672,145 @@ void AbandonOnTerminate() {
   std::abort();
 }
 
+// ---------------------------------------------------------------- abandon
+
+// Ending an abandoned execution's thread without unwinding it. Unwinding
+// (AbortExecution) runs exactly the landing pads of the frames between the
+// throw and ThreadEntry's handler: destructors and catch blocks. When no
+// frame has a landing pad at its current call site, unwinding would run no
+// user code at all, so dropping the frames (FinishThread: the stack is
+// reused from scratch by the next execution) is the same execution with no
+// observable difference -- at a fraction of the unwinder's cost (a single
+// backtrace, no personality routine, no exception object; measured in
+// docs/verification.md). Any doubt (an encoding this reader does not
+// handle, no ThreadEntry frame found) answers "unwind".
+
+// Reads an unsigned LEB128 number.
+const uint8_t* ReadUleb(const uint8_t* p, uint64_t* v) {
+  uint64_t r = 0;
+  unsigned shift = 0;
+  uint8_t b;
+  do {
+    b = *p++;
+    if (shift < 64) r |= uint64_t{b & 0x7fu} << shift;
+    shift += 7;
+  } while ((b & 0x80) != 0);
+  *v = r;
+  return p;
+}
+
+// Whether the frame whose function starts at `start` and whose call site
+// is at `ip` has a landing pad there, per its LSDA (the .gcc_except_table
+// format read by __gxx_personality_v0). An ip outside every call-site
+// entry means std::terminate (a noexcept frame): unwinding stops there as
+// well, and AbandonOnTerminate then drops the thread -- as here.
+// Returns 1 (a landing pad: must unwind), 0 (none), -1 (terminate point).
+int LandingPadAt(const uint8_t* lsda, uintptr_t start, uintptr_t ip) {
+  constexpr uint8_t kOmit = 0xff, kUleb128 = 0x01, kUdata4 = 0x03;
+  const uint8_t* p = lsda;
+  if (*p++ != kOmit) return 1;  // explicit LPStart: not read here
+  uint8_t ttype_enc = *p++;
+  uint64_t v;
+  if (ttype_enc != kOmit) p = ReadUleb(p, &v);
+  uint8_t cs_enc = *p++;
+  if (cs_enc != kUleb128 && cs_enc != kUdata4) return 1;
+  uint64_t len;
+  p = ReadUleb(p, &len);
+  const uint8_t* end = p + len;
+  auto read = [&](uint64_t* out) {
+    if (cs_enc == kUleb128) {
+      p = ReadUleb(p, out);
+    } else {
+      uint32_t x;
+      std::memcpy(&x, p, 4);
+      p += 4;
+      *out = x;
+    }
+  };
+  while (p < end) {
+    uint64_t cs_start, cs_len, cs_lp, action;
+    read(&cs_start);
+    read(&cs_len);
+    read(&cs_lp);
+    p = ReadUleb(p, &action);
+    if (ip < start + cs_start) return -1;  // sorted: not in the table
+    if (ip < start + cs_start + cs_len) return cs_lp != 0 ? 1 : 0;
+  }
+  return -1;
+}
+
+// The checker's entry points on the path from user code to a context
+// switch. Their only landing pad restores t_user (EngineScope), which
+// FinishThread sets anyway.
+bool IsEngineEntry(uintptr_t fn) {
+  static const uintptr_t kEntries[] = {
+      reinterpret_cast<uintptr_t>(&AtomicLoad),
+      reinterpret_cast<uintptr_t>(&AtomicStore),
+      reinterpret_cast<uintptr_t>(&AtomicRmw),
+      reinterpret_cast<uintptr_t>(&AtomicCas),
+      reinterpret_cast<uintptr_t>(&Fence),
+      reinterpret_cast<uintptr_t>(&Yield),
+      reinterpret_cast<uintptr_t>(&WaitBlocked),
+      reinterpret_cast<uintptr_t>(&Rand),
+      reinterpret_cast<uintptr_t>(&VarAccess),
+      reinterpret_cast<uintptr_t>(&JoinThread),
+  };
+  for (uintptr_t e : kEntries)
+    if (e == fn) return true;
+  return false;
+}
+
+struct InertWalk {
+  bool inert = true;
+  bool reached = false;  // ThreadEntry's frame was found
+};
+
+_Unwind_Reason_Code InertStep(_Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<InertWalk*>(arg);
+  uintptr_t fn = _Unwind_GetRegionStart(ctx);
+  if (fn == reinterpret_cast<uintptr_t>(&ThreadEntry)) {
+    w->reached = true;
+    return _URC_END_OF_STACK;
+  }
+  if (fn == 0) {  // no unwind information
+    w->inert = false;
+    return _URC_END_OF_STACK;
+  }
+  if (IsEngineEntry(fn)) return _URC_NO_REASON;
+  const auto* lsda =
+      static_cast<const uint8_t*>(_Unwind_GetLanguageSpecificData(ctx));
+  if (lsda == nullptr) return _URC_NO_REASON;  // no landing pads at all
+  int before = 0;
+  uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
+  if (before == 0) --ip;  // a return address: the call is before it
+  int lp = LandingPadAt(lsda, fn, ip);
+  if (lp == 0) return _URC_NO_REASON;
+  if (lp < 0) {
+    // Unwinding would call std::terminate here, and AbandonOnTerminate
+    // drop the rest: the same as dropping now.
+    w->reached = true;
+    return _URC_END_OF_STACK;
+  }
+  w->inert = false;
+  return _URC_END_OF_STACK;
+}
+
+// Called on a checker thread's stack: true if unwinding it to ThreadEntry
+// would run no landing pad.
+bool FramesInert() {
+  InertWalk w;
+  _Unwind_Backtrace(&InertStep, &w);
+  return w.inert && w.reached;
+}
+
+[[noreturn]] void Engine::Abandon() {
+  if (in_thread_ && threads_[cur_].noabort == 0 &&
+      std::uncaught_exceptions() == 0 && FramesInert()) {
+    FinishThread(this, cur_);
+  }
+  throw AbortExecution();
+}
+
 void Engine::StartThread(unsigned t) {
   ThreadState& th = threads_[t];
 #ifdef RL_FAST_SWITCH
@@ -720,7 +863,7 @@ void Engine::SwitchToScheduler() {
 #else
   swapcontext(&th.uc, &sched_uc_);
 #endif
-  if (aborting_ && th.noabort == 0) throw AbortExecution();
+  if (aborting_ && th.noabort == 0) Abandon();
 }
 
 // An abandoned execution's threads are unwound (AbortExecution), so the
