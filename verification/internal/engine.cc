@@ -164,6 +164,7 @@ struct Event {
   int mo_pos = -1;      // index in the location's modification order
   int rmw_reader = -1;  // the RMW reading from this write, if any
   int rel_fence = -1;   // po-latest release fence before this write
+  int choice = -1;      // DFS: the scheduling decision that created it
   Clock pre;            // thread clock at the event, before acquiring
   Clock post;           // after acquiring
   Clock porf;           // (po U rf)+ predecessors, per thread
@@ -442,7 +443,12 @@ class Engine {
   bool Coh(int a, int b) const;
   uint64_t Compute(RmwOp op, uint64_t a, uint64_t b, unsigned width) const;
   void AfterWrite(unsigned t);
-  void CheckDepth();
+  // Counts a step; past execution_depth_limit the run is a livelock. The
+  // check is inline (once per event); the report is out of line.
+  void CheckDepth() {
+    if (++steps_ > p_.execution_depth_limit && !failed_) DepthExceeded();
+  }
+  void DepthExceeded();
   // Heap model: a leak check at the end of a complete execution, then the
   // release of every block freed during it.
   void CheckLeaks();
@@ -1117,13 +1123,11 @@ void Engine::AfterWrite(unsigned t) {
   }
 }
 
-void Engine::CheckDepth() {
-  if (++steps_ > p_.execution_depth_limit && !failed_) {
-    Fail(test_result_livelock,
-         "execution depth limit exceeded: a loop that never ends (spin "
-         "without rl::yield, or a livelock)",
-         events_.empty() ? debug_info() : events_.back().info);
-  }
+void Engine::DepthExceeded() {
+  Fail(test_result_livelock,
+       "execution depth limit exceeded: a loop that never ends (spin "
+       "without rl::yield, or a livelock)",
+       events_.empty() ? debug_info() : events_.back().info);
 }
 
 // A coherence-ordered-before B (C++20 [intro.races]); positions make the
@@ -1410,8 +1414,10 @@ void Engine::Apply(const Action& a) {
   if (th.op.kind != OpKind::kResume) {
     Built b = Build(t, th.op, a);
     Push(b);
-    if (mode_ == Mode::kDfs && last_choice_ >= 0)
+    if (mode_ == Mode::kDfs && last_choice_ >= 0) {
       stack_[last_choice_].ev = static_cast<int>(events_.size()) - 1;
+      events_.back().choice = last_choice_;
+    }
     Commit(t, b);
     const Event& e = events_.back();
     th.result = e.reads ? e.rval : 0;
