@@ -442,7 +442,7 @@ class Engine {
   bool ScConsistent();
   bool Coh(int a, int b) const;
   uint64_t Compute(RmwOp op, uint64_t a, uint64_t b, unsigned width) const;
-  void AfterWrite(unsigned t);
+  void AfterWrite(unsigned t, int loc);
   // Counts a step; past execution_depth_limit the run is a livelock. The
   // check is inline (once per event); the report is out of line.
   void CheckDepth() {
@@ -1109,17 +1109,31 @@ void Engine::Commit(unsigned t, const Built& b) {
   }
   // An RMW writing back the value it read (a failed test-and-set) changes
   // no value: for spin detection it is a read.
-  if (e.writes && !(e.reads && e.wval == e.rval)) AfterWrite(t);
+  if (e.writes && !(e.reads && e.wval == e.rval)) AfterWrite(t, e.loc);
   CheckDepth();
 }
 
-void Engine::AfterWrite(unsigned t) {
+// A write to loc by thread t. It wakes the threads waiting in a mutex,
+// condition-variable or join wait, and the spinners whose last iteration
+// read loc. A spinner blocked after an identical iteration read the newest
+// write of every location it read; until one of those locations is
+// written, each of its reads would read the same write again (read-read
+// coherence) and so the iteration would repeat identically: waking it on
+// a write elsewhere -- e.g. by a thread that shares nothing with it --
+// only adds executions that differ by redundant spin iterations
+// (docs/verification.md, "Spin loops": independent writers).
+void Engine::AfterWrite(unsigned t, int loc) {
   threads_[t].iter_wrote = true;
   threads_[t].continuing = 0;
   stalled_rounds_ = 0;
   for (unsigned i = 0; i < n_; ++i) {
-    threads_[i].released = false;
-    if (i != t) threads_[i].blocked = false;
+    ThreadState& th = threads_[i];
+    th.released = false;
+    if (i == t || !th.blocked) continue;
+    bool wake = th.sync_wait;
+    for (size_t k = 0; !wake && k < th.prev_reads.size(); ++k)
+      wake = th.prev_reads[k].loc == loc;
+    if (wake) th.blocked = false;
   }
 }
 
