@@ -1783,22 +1783,28 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     fail_desc_ = desc;
     fail_info_ = info;
   };
-  std::ostringstream who;
-  who << (cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_));
+  // Report text is built only when a failure is recorded: frees are on the
+  // hot path (an abandoned execution's destructors free everything).
+  auto who = [&] {
+    return cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_);
+  };
+  // An abandoned or already failed execution records nothing more: the
+  // block is still poisoned, the ordering checks are skipped.
+  const bool can_report = !failed_ && !aborting_;
   if (it == heap_.end()) {
     // Not a block of this execution nor one allocated outside it: a stack
     // or static object, an interior pointer, or memory already released.
     // It is not released (the program is wrong either way).
     std::ostringstream s;
     s << "free of memory this execution did not allocate (" << p << ") by "
-      << who.str();
+      << who();
     record(test_result_double_free, s.str());
     return true;
   }
   Block& b = it->second;
   if (b.freed) {
     std::ostringstream s;
-    s << "double free of a " << b.size << "-byte block by " << who.str();
+    s << "double free of a " << b.size << "-byte block by " << who();
     record(test_result_double_free, s.str());
     return true;
   }
@@ -1815,11 +1821,12 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     Loc& l = locs_[i];
     if (l.addr < lo || l.addr >= hi) continue;
     l.freed = true;
+    if (!can_report) continue;
     for (int e : l.acc) {
       if (events_[e].tid == static_cast<int>(cur_) || Hb(e, clock)) continue;
       std::ostringstream s;
       s << "access to freed memory: " << EventStr(e).substr(0, 200)
-        << " is not ordered before the free by " << who.str();
+        << " is not ordered before the free by " << who();
       record(test_result_access_to_freed_memory, s.str());
       return true;
     }
@@ -1827,6 +1834,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   for (VarState& v : vars_) {
     if (v.addr < lo || v.addr >= hi) continue;
     v.freed = true;
+    if (!can_report) continue;
     auto unordered = [&](const VarAcc& a) {
       return a.tid != static_cast<int>(cur_) && clock.get(a.tid) < a.epoch;
     };
@@ -1836,7 +1844,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
       std::ostringstream s;
       s << "access to freed memory: an access to rl::var declared at "
         << BaseName(v.decl.file_) << ":" << v.decl.line_
-        << " is not ordered before the free by " << who.str();
+        << " is not ordered before the free by " << who();
       record(test_result_access_to_freed_memory, s.str());
       return true;
     }
