@@ -708,9 +708,10 @@ const uint8_t* ReadUleb(const uint8_t* p, uint64_t* v) {
 // Whether the frame whose function starts at `start` and whose call site
 // is at `ip` has a landing pad there, per its LSDA (the .gcc_except_table
 // format read by __gxx_personality_v0). An ip outside every call-site
-// entry means std::terminate (a noexcept frame): unwinding stops there as
-// well, and AbandonOnTerminate then drops the thread -- as here.
-// Returns 1 (a landing pad: must unwind), 0 (none), -1 (terminate point).
+// entry is a terminate point for C++ (a noexcept frame) but means "no
+// handler here" for C's personality: either way the caller unwinds (the
+// C++ case then ends in AbandonOnTerminate, as before).
+// Returns 1 (a landing pad or not in the table: unwind), 0 (none).
 int LandingPadAt(const uint8_t* lsda, uintptr_t start, uintptr_t ip) {
   constexpr uint8_t kOmit = 0xff, kUleb128 = 0x01, kUdata4 = 0x03;
   const uint8_t* p = lsda;
@@ -739,10 +740,10 @@ int LandingPadAt(const uint8_t* lsda, uintptr_t start, uintptr_t ip) {
     read(&cs_len);
     read(&cs_lp);
     p = ReadUleb(p, &action);
-    if (ip < start + cs_start) return -1;  // sorted: not in the table
+    if (ip < start + cs_start) return 1;  // sorted: not in the table
     if (ip < start + cs_start + cs_len) return cs_lp != 0 ? 1 : 0;
   }
-  return -1;
+  return 1;
 }
 
 // The checker's entry points on the path from user code to a context
@@ -789,14 +790,7 @@ _Unwind_Reason_Code InertStep(_Unwind_Context* ctx, void* arg) {
   int before = 0;
   uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
   if (before == 0) --ip;  // a return address: the call is before it
-  int lp = LandingPadAt(lsda, fn, ip);
-  if (lp == 0) return _URC_NO_REASON;
-  if (lp < 0) {
-    // Unwinding would call std::terminate here, and AbandonOnTerminate
-    // drop the rest: the same as dropping now.
-    w->reached = true;
-    return _URC_END_OF_STACK;
-  }
+  if (LandingPadAt(lsda, fn, ip) == 0) return _URC_NO_REASON;
   w->inert = false;
   return _URC_END_OF_STACK;
 }
