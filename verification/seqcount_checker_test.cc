@@ -211,9 +211,10 @@ TEST_CASE("a spinner is not woken by writes it does not read") {
   CHECK(a.executions == base.executions);
   CHECK(b.executions == base.executions);
   CHECK(c.executions == base.executions);
-  std::printf("spinner + independent threads: %llu executions (+%llu pruned) "
-              "for 0, 1x3, 1x6 and 2x3 independent writes\n",
-              c.executions, c.blocked_executions);
+  std::printf(
+      "spinner + independent threads: %llu executions (+%llu pruned) "
+      "for 0, 1x3, 1x6 and 2x3 independent writes\n",
+      c.executions, c.blocked_executions);
   // The planted bug (relaxed flag load: the data may be stale) is still
   // found with independent threads around.
   auto bug = Check<SpinAndIndependent<2, 3, true>>(false);
