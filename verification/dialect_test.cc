@@ -236,4 +236,65 @@ TEST_CASE("dialect: unhandled exception") {
   CHECK(rl::simulate<Throws>(p));
 }
 
+// An abandoned (pruned) execution ends its threads mid-way. The engine drops
+// a thread's frames without unwinding only when unwinding would run none of
+// their code; a frame holding an object with a destructor, or inside a
+// try/catch, must still be unwound. Counted outside the heap model.
+int g_guards_made = 0;
+int g_guards_destroyed = 0;
+int g_catch_blocks = 0;
+struct Guard {
+  Guard() { ++g_guards_made; }
+  ~Guard() { ++g_guards_destroyed; }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+};
+template <bool kTryCatch>
+struct AbandonedFrames : rl::test_suite<AbandonedFrames<kTryCatch>, 2> {
+  rl::atomic<int> flag{0};
+  int Spin() {
+    // Spins run on and prune (spin_bound), so many executions end with
+    // this thread suspended here, a Guard live one frame up.
+    while (flag.load(rl::mo_acquire) == 0) rl::yield(1, $);
+    return 1;
+  }
+  int GuardedSpin() {
+    Guard g;
+    return Spin();
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      flag.store(1, rl::mo_release);
+      return;
+    }
+    if (kTryCatch) {
+      try {
+        Spin();
+      } catch (...) {
+        ++g_catch_blocks;
+        throw;
+      }
+    } else {
+      RL_ASSERT(GuardedSpin() == 1);
+    }
+  }
+};
+TEST_CASE("dialect: an abandoned thread's destructors and handlers run") {
+  g_guards_made = g_guards_destroyed = g_catch_blocks = 0;
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.output_history = false;
+  CHECK(rl::simulate<AbandonedFrames<false>>(p));
+  CHECK(p.blocked_executions > 0);  // some executions were abandoned
+  CHECK(g_guards_made > 0);
+  CHECK(g_guards_made == g_guards_destroyed);
+  rl::test_params q;
+  q.search_type = rl::sched_full;
+  q.output_history = false;
+  CHECK(rl::simulate<AbandonedFrames<true>>(q));
+  CHECK(q.blocked_executions > 0);
+  // Every abandoned execution had thread 1 inside the try block.
+  CHECK(g_catch_blocks >= static_cast<int>(q.blocked_executions));
+}
+
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <cxxabi.h>
 #include <ucontext.h>
+#include <unwind.h>
 
 #include <algorithm>
 #include <chrono>
@@ -163,6 +164,7 @@ struct Event {
   int mo_pos = -1;      // index in the location's modification order
   int rmw_reader = -1;  // the RMW reading from this write, if any
   int rel_fence = -1;   // po-latest release fence before this write
+  int choice = -1;      // DFS: the scheduling decision that created it
   Clock pre;            // thread clock at the event, before acquiring
   Clock post;           // after acquiring
   Clock porf;           // (po U rf)+ predecessors, per thread
@@ -381,7 +383,7 @@ class Engine {
     if (!aborting_) return false;
     if (in_thread_ && threads_[cur_].noabort == 0 &&
         std::uncaught_exceptions() == 0)
-      throw AbortExecution();
+      const_cast<Engine*>(this)->Abandon();
     return true;
   }
   void NoAbort(int delta) {
@@ -401,6 +403,9 @@ class Engine {
   void SwitchToScheduler();
   void AbortThreads();
   [[noreturn]] void Prune();
+  // Ends the running thread of an abandoned execution: drops its frames if
+  // unwinding would run none of their code, else throws AbortExecution.
+  [[noreturn]] void Abandon();
 
   // Decisions.
   enum class DecideKind { kSched, kMain, kRand };
@@ -437,8 +442,13 @@ class Engine {
   bool ScConsistent();
   bool Coh(int a, int b) const;
   uint64_t Compute(RmwOp op, uint64_t a, uint64_t b, unsigned width) const;
-  void AfterWrite(unsigned t);
-  void CheckDepth();
+  void AfterWrite(unsigned t, int loc);
+  // Counts a step; past execution_depth_limit the run is a livelock. The
+  // check is inline (once per event); the report is out of line.
+  void CheckDepth() {
+    if (++steps_ > p_.execution_depth_limit && !failed_) DepthExceeded();
+  }
+  void DepthExceeded();
   // Heap model: a leak check at the end of a complete execution, then the
   // release of every block freed during it.
   void CheckLeaks();
@@ -490,6 +500,25 @@ class Engine {
   std::vector<Event> events_;
   std::vector<Loc> locs_;
   std::vector<VarState> vars_;
+  // Emptied vectors of earlier executions' locations, variables and
+  // decisions, reused with their capacity (see ResetExecution).
+  std::vector<std::vector<int>> int_pool_;
+  std::vector<std::vector<VarAcc>> var_pool_;
+  std::vector<Choice> choice_pool_;
+  std::vector<Action> scratch_opts_;
+  std::vector<uint32_t> scratch_segs_;
+  void TakePooled(std::vector<int>* v) {
+    if (int_pool_.empty()) return;
+    v->swap(int_pool_.back());
+    int_pool_.pop_back();
+  }
+  void PopChoice() {
+    Choice& c = stack_.back();
+    c.opts.clear();
+    c.seg_end.clear();
+    choice_pool_.push_back(std::move(c));
+    stack_.pop_back();
+  }
   std::vector<int> sc_events_;
   std::vector<std::pair<int, int>> sc_sw_;  // direct sw between SC events
   std::vector<size_t> sc_sw_mark_;          // sc_sw_ size before each event
@@ -649,6 +678,139 @@ void AbandonOnTerminate() {
   std::abort();
 }
 
+// ---------------------------------------------------------------- abandon
+
+// Ending an abandoned execution's thread without unwinding it. Unwinding
+// (AbortExecution) runs exactly the landing pads of the frames between the
+// throw and ThreadEntry's handler: destructors and catch blocks. When no
+// frame has a landing pad at its current call site, unwinding would run no
+// user code at all, so dropping the frames (FinishThread: the stack is
+// reused from scratch by the next execution) is the same execution with no
+// observable difference -- at a fraction of the unwinder's cost (a single
+// backtrace, no personality routine, no exception object; measured in
+// docs/verification.md). Any doubt (an encoding this reader does not
+// handle, no ThreadEntry frame found) answers "unwind".
+
+// Reads an unsigned LEB128 number.
+const uint8_t* ReadUleb(const uint8_t* p, uint64_t* v) {
+  uint64_t r = 0;
+  unsigned shift = 0;
+  uint8_t b;
+  do {
+    b = *p++;
+    if (shift < 64) r |= uint64_t{b & 0x7fu} << shift;
+    shift += 7;
+  } while ((b & 0x80) != 0);
+  *v = r;
+  return p;
+}
+
+// Whether the frame whose function starts at `start` and whose call site
+// is at `ip` has a landing pad there, per its LSDA (the .gcc_except_table
+// format read by __gxx_personality_v0). An ip outside every call-site
+// entry is a terminate point for C++ (a noexcept frame) but means "no
+// handler here" for C's personality: either way the caller unwinds (the
+// C++ case then ends in AbandonOnTerminate, as before).
+// Returns 1 (a landing pad or not in the table: unwind), 0 (none).
+int LandingPadAt(const uint8_t* lsda, uintptr_t start, uintptr_t ip) {
+  constexpr uint8_t kOmit = 0xff, kUleb128 = 0x01, kUdata4 = 0x03;
+  const uint8_t* p = lsda;
+  if (*p++ != kOmit) return 1;  // explicit LPStart: not read here
+  uint8_t ttype_enc = *p++;
+  uint64_t v;
+  if (ttype_enc != kOmit) p = ReadUleb(p, &v);
+  uint8_t cs_enc = *p++;
+  if (cs_enc != kUleb128 && cs_enc != kUdata4) return 1;
+  uint64_t len;
+  p = ReadUleb(p, &len);
+  const uint8_t* end = p + len;
+  auto read = [&](uint64_t* out) {
+    if (cs_enc == kUleb128) {
+      p = ReadUleb(p, out);
+    } else {
+      uint32_t x;
+      std::memcpy(&x, p, 4);
+      p += 4;
+      *out = x;
+    }
+  };
+  while (p < end) {
+    uint64_t cs_start, cs_len, cs_lp, action;
+    read(&cs_start);
+    read(&cs_len);
+    read(&cs_lp);
+    p = ReadUleb(p, &action);
+    if (ip < start + cs_start) return 1;  // sorted: not in the table
+    if (ip < start + cs_start + cs_len) return cs_lp != 0 ? 1 : 0;
+  }
+  return 1;
+}
+
+// The checker's entry points on the path from user code to a context
+// switch. Their only landing pad restores t_user (EngineScope), which
+// FinishThread sets anyway.
+bool IsEngineEntry(uintptr_t fn) {
+  static const uintptr_t kEntries[] = {
+      reinterpret_cast<uintptr_t>(&AtomicLoad),
+      reinterpret_cast<uintptr_t>(&AtomicStore),
+      reinterpret_cast<uintptr_t>(&AtomicRmw),
+      reinterpret_cast<uintptr_t>(&AtomicCas),
+      reinterpret_cast<uintptr_t>(&Fence),
+      reinterpret_cast<uintptr_t>(&Yield),
+      reinterpret_cast<uintptr_t>(&WaitBlocked),
+      reinterpret_cast<uintptr_t>(&Rand),
+      reinterpret_cast<uintptr_t>(&VarAccess),
+      reinterpret_cast<uintptr_t>(&JoinThread),
+  };
+  for (uintptr_t e : kEntries)
+    if (e == fn) return true;
+  return false;
+}
+
+struct InertWalk {
+  bool inert = true;
+  bool reached = false;  // ThreadEntry's frame was found
+};
+
+_Unwind_Reason_Code InertStep(_Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<InertWalk*>(arg);
+  uintptr_t fn = _Unwind_GetRegionStart(ctx);
+  if (fn == reinterpret_cast<uintptr_t>(&ThreadEntry)) {
+    w->reached = true;
+    return _URC_END_OF_STACK;
+  }
+  if (fn == 0) {  // no unwind information
+    w->inert = false;
+    return _URC_END_OF_STACK;
+  }
+  if (IsEngineEntry(fn)) return _URC_NO_REASON;
+  const auto* lsda =
+      static_cast<const uint8_t*>(_Unwind_GetLanguageSpecificData(ctx));
+  if (lsda == nullptr) return _URC_NO_REASON;  // no landing pads at all
+  int before = 0;
+  uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
+  if (before == 0) --ip;  // a return address: the call is before it
+  if (LandingPadAt(lsda, fn, ip) == 0) return _URC_NO_REASON;
+  w->inert = false;
+  return _URC_END_OF_STACK;
+}
+
+// Called on a checker thread's stack: true if unwinding it to ThreadEntry
+// would run no landing pad.
+bool FramesInert() {
+  InertWalk w;
+  _Unwind_Backtrace(&InertStep, &w);
+  return w.inert && w.reached;
+}
+
+[[noreturn]] void Engine::Abandon() {
+  if (in_thread_ && threads_[cur_].noabort == 0 &&
+      std::uncaught_exceptions() == 0 && FramesInert()) {
+    FinishThread(this, cur_);
+  }
+  throw AbortExecution();
+}
+
 void Engine::StartThread(unsigned t) {
   ThreadState& th = threads_[t];
 #ifdef RL_FAST_SWITCH
@@ -701,7 +863,7 @@ void Engine::SwitchToScheduler() {
 #else
   swapcontext(&th.uc, &sched_uc_);
 #endif
-  if (aborting_ && th.noabort == 0) throw AbortExecution();
+  if (aborting_ && th.noabort == 0) Abandon();
 }
 
 // An abandoned execution's threads are unwound (AbortExecution), so the
@@ -941,27 +1103,39 @@ void Engine::Commit(unsigned t, const Built& b) {
   }
   // An RMW writing back the value it read (a failed test-and-set) changes
   // no value: for spin detection it is a read.
-  if (e.writes && !(e.reads && e.wval == e.rval)) AfterWrite(t);
+  if (e.writes && !(e.reads && e.wval == e.rval)) AfterWrite(t, e.loc);
   CheckDepth();
 }
 
-void Engine::AfterWrite(unsigned t) {
+// A write to loc by thread t. It wakes the threads waiting in a mutex,
+// condition-variable or join wait, and the spinners whose last iteration
+// read loc. A spinner blocked after an identical iteration read the newest
+// write of every location it read; until one of those locations is
+// written, each of its reads would read the same write again (read-read
+// coherence) and so the iteration would repeat identically: waking it on
+// a write elsewhere -- e.g. by a thread that shares nothing with it --
+// only adds executions that differ by redundant spin iterations
+// (docs/verification.md, "Spin loops": independent writers).
+void Engine::AfterWrite(unsigned t, int loc) {
   threads_[t].iter_wrote = true;
   threads_[t].continuing = 0;
   stalled_rounds_ = 0;
   for (unsigned i = 0; i < n_; ++i) {
-    threads_[i].released = false;
-    if (i != t) threads_[i].blocked = false;
+    ThreadState& th = threads_[i];
+    th.released = false;
+    if (i == t || !th.blocked) continue;
+    bool wake = th.sync_wait;
+    for (size_t k = 0; !wake && k < th.prev_reads.size(); ++k)
+      wake = th.prev_reads[k].loc == loc;
+    if (wake) th.blocked = false;
   }
 }
 
-void Engine::CheckDepth() {
-  if (++steps_ > p_.execution_depth_limit && !failed_) {
-    Fail(test_result_livelock,
-         "execution depth limit exceeded: a loop that never ends (spin "
-         "without rl::yield, or a livelock)",
-         events_.empty() ? debug_info() : events_.back().info);
-  }
+void Engine::DepthExceeded() {
+  Fail(test_result_livelock,
+       "execution depth limit exceeded: a loop that never ends (spin "
+       "without rl::yield, or a livelock)",
+       events_.empty() ? debug_info() : events_.back().info);
 }
 
 // A coherence-ordered-before B (C++20 [intro.races]); positions make the
@@ -1172,8 +1346,10 @@ bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
     *out = c.opts[c.cur];
     return true;
   }
-  std::vector<Action> opts;
-  std::vector<uint32_t> segs;
+  std::vector<Action>& opts = scratch_opts_;
+  std::vector<uint32_t>& segs = scratch_segs_;
+  opts.clear();
+  segs.clear();
   if (kind == DecideKind::kSched) {
     EnumSched(&opts, &segs);
   } else if (kind == DecideKind::kMain) {
@@ -1188,11 +1364,20 @@ bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
   if (opts.empty()) return false;
   size_t idx = 0;
   if (mode_ == Mode::kDfs) {
-    stack_.emplace_back();
+    if (choice_pool_.empty()) {
+      stack_.emplace_back();
+    } else {
+      stack_.push_back(std::move(choice_pool_.back()));
+      choice_pool_.pop_back();
+      Choice& r = stack_.back();
+      r.cur = 0;
+      r.enabled_segs = 0;
+      r.ev = -1;
+    }
     Choice& c = stack_.back();
-    c.opts = std::move(opts);
+    c.opts.swap(opts);  // opts gets the pooled (empty) vector back
     if (kind == DecideKind::kSched && p_.lazy_deferral) {
-      c.seg_end = std::move(segs);
+      c.seg_end.swap(segs);
       c.Enable(1);
     }
     if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
@@ -1237,8 +1422,10 @@ void Engine::Apply(const Action& a) {
   if (th.op.kind != OpKind::kResume) {
     Built b = Build(t, th.op, a);
     Push(b);
-    if (mode_ == Mode::kDfs && last_choice_ >= 0)
+    if (mode_ == Mode::kDfs && last_choice_ >= 0) {
       stack_[last_choice_].ev = static_cast<int>(events_.size()) - 1;
+      events_.back().choice = last_choice_;
+    }
     Commit(t, b);
     const Event& e = events_.back();
     th.result = e.reads ? e.rval : 0;
@@ -1257,6 +1444,8 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
                       const void* addr) {
   int id = static_cast<int>(locs_.size());
   locs_.emplace_back();
+  TakePooled(&locs_.back().mo);
+  TakePooled(&locs_.back().acc);
   locs_.back().width = width;
   locs_.back().info = info;
   locs_.back().addr = static_cast<const char*>(addr);
@@ -1588,22 +1777,28 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     fail_desc_ = desc;
     fail_info_ = info;
   };
-  std::ostringstream who;
-  who << (cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_));
+  // Report text is built only when a failure is recorded: frees are on the
+  // hot path (an abandoned execution's destructors free everything).
+  auto who = [&] {
+    return cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_);
+  };
+  // An abandoned or already failed execution records nothing more: the
+  // block is still poisoned, the ordering checks are skipped.
+  const bool can_report = !failed_ && !aborting_;
   if (it == heap_.end()) {
     // Not a block of this execution nor one allocated outside it: a stack
     // or static object, an interior pointer, or memory already released.
     // It is not released (the program is wrong either way).
     std::ostringstream s;
     s << "free of memory this execution did not allocate (" << p << ") by "
-      << who.str();
+      << who();
     record(test_result_double_free, s.str());
     return true;
   }
   Block& b = it->second;
   if (b.freed) {
     std::ostringstream s;
-    s << "double free of a " << b.size << "-byte block by " << who.str();
+    s << "double free of a " << b.size << "-byte block by " << who();
     record(test_result_double_free, s.str());
     return true;
   }
@@ -1620,11 +1815,12 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     Loc& l = locs_[i];
     if (l.addr < lo || l.addr >= hi) continue;
     l.freed = true;
+    if (!can_report) continue;
     for (int e : l.acc) {
       if (events_[e].tid == static_cast<int>(cur_) || Hb(e, clock)) continue;
       std::ostringstream s;
       s << "access to freed memory: " << EventStr(e).substr(0, 200)
-        << " is not ordered before the free by " << who.str();
+        << " is not ordered before the free by " << who();
       record(test_result_access_to_freed_memory, s.str());
       return true;
     }
@@ -1632,6 +1828,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   for (VarState& v : vars_) {
     if (v.addr < lo || v.addr >= hi) continue;
     v.freed = true;
+    if (!can_report) continue;
     auto unordered = [&](const VarAcc& a) {
       return a.tid != static_cast<int>(cur_) && clock.get(a.tid) < a.epoch;
     };
@@ -1641,7 +1838,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
       std::ostringstream s;
       s << "access to freed memory: an access to rl::var declared at "
         << BaseName(v.decl.file_) << ":" << v.decl.line_
-        << " is not ordered before the free by " << who.str();
+        << " is not ordered before the free by " << who();
       record(test_result_access_to_freed_memory, s.str());
       return true;
     }
@@ -1736,6 +1933,10 @@ void Engine::Fail(test_result_e r, const std::string& desc,
 int Engine::NewVar(bool initialized, const debug_info& info,
                    const void* addr) {
   vars_.emplace_back();
+  if (!var_pool_.empty()) {
+    vars_.back().reads.swap(var_pool_.back());
+    var_pool_.pop_back();
+  }
   vars_.back().init = initialized;
   vars_.back().decl = info;
   vars_.back().addr = static_cast<const char*>(addr);
@@ -1791,16 +1992,38 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
 // ---------------------------------------------------------------- driver
 
 void Engine::ResetExecution() {
+  // Per-execution containers keep their capacity (clear(), pools): an
+  // execution re-running the same test makes the same allocations, so after
+  // the first few executions the engine allocates nothing per execution.
   events_.clear();
+  for (Loc& l : locs_) {
+    l.mo.clear();
+    l.acc.clear();
+    int_pool_.push_back(std::move(l.mo));
+    int_pool_.push_back(std::move(l.acc));
+  }
   locs_.clear();
+  for (VarState& v : vars_) {
+    v.reads.clear();
+    var_pool_.push_back(std::move(v.reads));
+  }
   vars_.clear();
   sc_events_.clear();
   sc_sw_.clear();
   sc_sw_mark_.clear();
   for (auto& th : threads_) {
     char* stack = th.stack;
+    std::vector<int> sc_pending = std::move(th.sc_pending);
+    std::vector<SpinRead> cur = std::move(th.cur_reads);
+    std::vector<SpinRead> prev = std::move(th.prev_reads);
     th = ThreadState();
     th.stack = stack;
+    sc_pending.clear();
+    cur.clear();
+    prev.clear();
+    th.sc_pending = std::move(sc_pending);
+    th.cur_reads = std::move(cur);
+    th.prev_reads = std::move(prev);
   }
   cur_ = n_;
   in_thread_ = false;
@@ -2011,7 +2234,7 @@ test_result_e Engine::Run(test_result_e expected) {
     t_warmup = true;
     RunOne();
     t_warmup = false;
-    stack_.clear();
+    while (!stack_.empty()) PopChoice();
     mode_ = saved;
   }
   test_result_e found = test_result_success;
@@ -2059,7 +2282,7 @@ test_result_e Engine::Run(test_result_e expected) {
         // Next branch: deepest decision with an untried option.
         while (!stack_.empty() &&
                stack_.back().cur + 1 >= stack_.back().EnabledEnd())
-          stack_.pop_back();
+          PopChoice();
         if (stack_.empty()) break;
         ++stack_.back().cur;
       }
