@@ -1,21 +1,14 @@
 // Relacy-style Win32 programs compiled against relacy/relacy_std.hpp alone
 // (which, as Relacy's relacy.hpp, brings the Win32 shims), run by
 // win32_conformance_test. Each returns the verdict of an exhaustive search.
+#include "test_support.h" // before relacy_std.hpp (standard headers first)
+
 #include "relacy/relacy_std.hpp"
 
 namespace win32_std_programs {
 namespace {
 
-template <typename T>
-rl::test_result_e Full() {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.print_summary = false;
-  std::ostringstream trace;
-  p.output_stream = &trace;
-  rl::simulate<T>(p);
-  return p.test_result;
-}
+using rl_test::RunFull;
 
 // Relacy's test_win_condvar shape: a stage counter under a critical
 // section, each thread waiting (CONDITION_VARIABLE) for its turn.
@@ -34,7 +27,7 @@ struct CondvarStages : rl::test_suite<CondvarStages<kRecheck>, 2> {
     VAR(stage) = 0;
   }
   void after() {
-    DeleteConditionVariable(&cv);  // Relacy's own spelling
+    DeleteConditionVariable(&cv); // Relacy's own spelling
     DeleteCriticalSection(&cs);
   }
   void thread(unsigned i) {
@@ -43,7 +36,8 @@ struct CondvarStages : rl::test_suite<CondvarStages<kRecheck>, 2> {
       VAR(stage) = 1;
       WakeAllConditionVariable(&cv);
     } else if (kRecheck) {
-      while (VAR(stage) != 1) SleepConditionVariableCS(&cv, &cs, INFINITE);
+      while (VAR(stage) != 1)
+        SleepConditionVariableCS(&cv, &cs, INFINITE);
     } else {
       SleepConditionVariableCS(&cv, &cs, INFINITE);
       RL_ASSERT(VAR(stage) == 1);
@@ -53,11 +47,13 @@ struct CondvarStages : rl::test_suite<CondvarStages<kRecheck>, 2> {
   }
 };
 
-}  // namespace
+} // namespace
 
-rl::test_result_e CondvarStagesRecheck() { return Full<CondvarStages<true>>(); }
+rl::test_result_e CondvarStagesRecheck() {
+  return RunFull<CondvarStages<true>>();
+}
 rl::test_result_e CondvarStagesNoRecheck() {
-  return Full<CondvarStages<false>>();
+  return RunFull<CondvarStages<false>>();
 }
 
-}  // namespace win32_std_programs
+} // namespace win32_std_programs

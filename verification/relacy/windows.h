@@ -41,8 +41,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 #include <new>
+#include <utility>
 
 #include "relacy.hpp"
 
@@ -57,27 +57,27 @@ inline constexpr unsigned long rl_INFINITE = static_cast<unsigned long>(-1);
 struct win_object {
   virtual ~win_object() = default;
   void deinit(debug_info info = RL_CURRENT_INFO) {
-    if (resource_ == nullptr) return;
+    if (resource_ == nullptr)
+      return;
     detail::HeapFree(resource_, detail::kHeapResource, info);
     resource_ = nullptr;
   }
 
- protected:
+protected:
   // Called by init(); a re-init keeps the one token.
   void TakeResource() {
     if (resource_ == nullptr)
       resource_ = detail::HeapAlloc(1, 0, detail::kHeapResource);
   }
 
- private:
-  void* resource_ = nullptr;
+private:
+  void *resource_ = nullptr;
 };
 
 namespace detail {
 // Re-initializes a checker atomic in place (init() starts over, like the
 // real object).
-template <typename T>
-void ReinitAtomic(atomic<T>* a, T v, debug_info info) {
+template <typename T> void ReinitAtomic(atomic<T> *a, T v, debug_info info) {
   a->~atomic<T>();
   new (a) atomic<T>(v, info);
 }
@@ -107,14 +107,14 @@ inline uint64_t NextObjectNumber() {
   return next++;
 }
 struct WaitState {
-  explicit WaitState(const debug_info& info)
+  explicit WaitState(const debug_info &info)
       : word(0, info), number(NextObjectNumber()) {}
   atomic<uint64_t> word;
-  uint64_t number;  // lock order
-  uint64_t waiting = 0;   // wait-any waiters a PulseEvent may release
-  uint64_t released = 0;  // waiters a PulseEvent released through it
-  uint64_t rung = 0;      // waiters whose doorbell a state change rings
-  void Reset(const debug_info& info) {
+  uint64_t number;       // lock order
+  uint64_t waiting = 0;  // wait-any waiters a PulseEvent may release
+  uint64_t released = 0; // waiters a PulseEvent released through it
+  uint64_t rung = 0;     // waiters whose doorbell a state change rings
+  void Reset(const debug_info &info) {
     ReinitAtomic(&word, uint64_t{0}, info);
     number = NextObjectNumber();
     waiting = released = rung = 0;
@@ -136,7 +136,7 @@ struct Doorbells {
   // pulse (of another object they wait for) skips them.
   uint64_t pulsed = 0;
 };
-inline Doorbells& Bells() {
+inline Doorbells &Bells() {
   static Doorbells d;
   if (d.gen != Generation()) {
     d.gen = Generation();
@@ -145,10 +145,11 @@ inline Doorbells& Bells() {
   }
   return d;
 }
-inline atomic<uint64_t>* Doorbell(unsigned t, const debug_info& info) {
-  Doorbells& d = Bells();
-  if (t >= Doorbells::kMax) return nullptr;
-  auto* a = reinterpret_cast<atomic<uint64_t>*>(d.buf[t]);
+inline atomic<uint64_t> *Doorbell(unsigned t, const debug_info &info) {
+  Doorbells &d = Bells();
+  if (t >= Doorbells::kMax)
+    return nullptr;
+  auto *a = reinterpret_cast<atomic<uint64_t> *>(d.buf[t]);
   if ((d.made & ThreadBit(t)) == 0) {
     new (a) atomic<uint64_t>(0, info);
     d.made |= ThreadBit(t);
@@ -156,7 +157,7 @@ inline atomic<uint64_t>* Doorbell(unsigned t, const debug_info& info) {
   return a;
 }
 
-inline uint64_t LockState(WaitState& s, const debug_info& info) {
+inline uint64_t LockState(WaitState &s, const debug_info &info) {
   for (;;) {
     uint64_t expected = 0;
     // Pairs with: the release store in UnlockState (the previous operation
@@ -167,26 +168,28 @@ inline uint64_t LockState(WaitState& s, const debug_info& info) {
       return 0;
     // Held: until the holder unlocks (pruned if that read was stale);
     // unwinding: go on without it.
-    if (!WaitBlocked(info)) return 0;
+    if (!WaitBlocked(info))
+      return 0;
   }
 }
 // changed: the object's state changed (the waiters registered on it are
 // rung).
-inline void UnlockState(WaitState& s, uint64_t /*v*/, bool changed,
-                        const debug_info& info) {
+inline void UnlockState(WaitState &s, uint64_t /*v*/, bool changed,
+                        const debug_info &info) {
   if (changed) {
     for (uint64_t m = s.rung; m != 0; m &= m - 1) {
-      atomic<uint64_t>* b =
+      atomic<uint64_t> *b =
           Doorbell(static_cast<unsigned>(__builtin_ctzll(m)), info);
       // Relaxed: the ring only wakes the waiter, which then takes the
       // objects' locks (acquire) to look at them.
-      if (b != nullptr) b->fetch_add(1, mo_relaxed, info);
+      if (b != nullptr)
+        b->fetch_add(1, mo_relaxed, info);
     }
   }
   // Pairs with: the acquire CAS in LockState (the next operation).
   s.word.store(0, mo_release, info);
 }
-}  // namespace detail
+} // namespace detail
 
 // An object a thread can wait for (WaitForSingleObject,
 // WaitForMultipleObjects, SignalObjectAndWait): an event, a semaphore, a
@@ -207,48 +210,48 @@ struct win_waitable_object : win_object {
   }
 
   // Dispatcher side, called with the object's lock held.
-  virtual bool SignalLocked(const debug_info& info) = 0;
+  virtual bool SignalLocked(const debug_info &info) = 0;
   // Could the thread take the object now (Ready); take it (Take; returns
   // whether the object's state changed).
   virtual bool Ready(unsigned me) const = 0;
   virtual bool Take(unsigned me) = 0;
-  detail::WaitState& State() { return *state_; }
-  const detail::WaitState& State() const { return *state_; }
+  detail::WaitState &State() { return *state_; }
+  const detail::WaitState &State() const { return *state_; }
 
- protected:
+protected:
   // A thread handle keeps its state outside the handle.
-  void UseState(detail::WaitState* s) { state_ = s; }
+  void UseState(detail::WaitState *s) { state_ = s; }
   detail::WaitState own_;
 
- private:
-  detail::WaitState* state_;
+private:
+  detail::WaitState *state_;
 };
 
 namespace detail {
 // The operations of one object under its lock.
 class Locked {
- public:
-  Locked(win_waitable_object& o, const debug_info& info)
+public:
+  Locked(win_waitable_object &o, const debug_info &info)
       : s_(o.State()), info_(info), v_(LockState(s_, info)) {}
   ~Locked() { UnlockState(s_, v_, changed, info_); }
-  Locked(const Locked&) = delete;
-  Locked& operator=(const Locked&) = delete;
+  Locked(const Locked &) = delete;
+  Locked &operator=(const Locked &) = delete;
   bool changed = false;
 
- private:
-  WaitState& s_;
+private:
+  WaitState &s_;
   debug_info info_;
   uint64_t v_;
 };
-}  // namespace detail
+} // namespace detail
 
 // Event (CreateEvent). PulseEvent releases the threads waiting at that
 // instant (manual reset: all; auto reset: one, every choice explored) and
 // leaves the event reset; with no waiter it does nothing: a waiter that
 // was not waiting yet misses it (the classic lost wake-up).
 class generic_event : public win_waitable_object {
- public:
-  generic_event(debug_info info = RL_CURRENT_INFO)  // NOLINT
+public:
+  generic_event(debug_info info = RL_CURRENT_INFO) // NOLINT
       : win_waitable_object(info) {}
   void init(bool manual_reset, bool initial_state,
             debug_info info = RL_CURRENT_INFO) {
@@ -268,15 +271,16 @@ class generic_event : public win_waitable_object {
   }
   void pulse(debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
-    detail::WaitState& s = State();
-    detail::Doorbells& d = detail::Bells();
+    detail::WaitState &s = State();
+    detail::Doorbells &d = detail::Bells();
     uint64_t candidates = s.waiting & ~d.pulsed;
     uint64_t chosen = candidates;
     if (!manual_reset_ && candidates != 0) {
       // One waiter; which one is not specified: explore each.
-      unsigned k = rand(
-          static_cast<unsigned>(__builtin_popcountll(candidates)), info);
-      while (k-- > 0) chosen &= chosen - 1;
+      unsigned k =
+          rand(static_cast<unsigned>(__builtin_popcountll(candidates)), info);
+      while (k-- > 0)
+        chosen &= chosen - 1;
       chosen &= ~(chosen - 1);
     }
     s.released |= chosen;
@@ -285,7 +289,7 @@ class generic_event : public win_waitable_object {
     l.changed = chosen != 0 || signaled_;
     signaled_ = false;
   }
-  bool SignalLocked(const debug_info&) override {
+  bool SignalLocked(const debug_info &) override {
     bool was = signaled_;
     signaled_ = true;
     return !was;
@@ -294,26 +298,26 @@ class generic_event : public win_waitable_object {
     return signaled_ || (State().released & detail::ThreadBit(me)) != 0;
   }
   bool Take(unsigned me) override {
-    detail::WaitState& s = State();
+    detail::WaitState &s = State();
     if ((s.released & detail::ThreadBit(me)) != 0) {
-      s.released &= ~detail::ThreadBit(me);  // the pulse's wake-up
+      s.released &= ~detail::ThreadBit(me); // the pulse's wake-up
       return false;
     }
-    if (manual_reset_) return false;
+    if (manual_reset_)
+      return false;
     signaled_ = false;
     return true;
   }
 
- private:
+private:
   bool manual_reset_ = false;
   bool signaled_ = false;
 };
 
 // Counting semaphore (CreateSemaphore).
-template <typename Tag = void>
-class semaphore : public win_waitable_object {
- public:
-  semaphore(debug_info info = RL_CURRENT_INFO)  // NOLINT
+template <typename Tag = void> class semaphore : public win_waitable_object {
+public:
+  semaphore(debug_info info = RL_CURRENT_INFO) // NOLINT
       : win_waitable_object(info) {}
   void init(bool /*spurious_wakeups*/, unsigned initial_count,
             unsigned max_count, debug_info info = RL_CURRENT_INFO) {
@@ -323,7 +327,7 @@ class semaphore : public win_waitable_object {
     TakeResource();
   }
   // Adds count; false (nothing added) if that would pass the maximum.
-  bool post(unsigned count, unsigned& prev_count,
+  bool post(unsigned count, unsigned &prev_count,
             debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
     prev_count = count_;
@@ -337,8 +341,9 @@ class semaphore : public win_waitable_object {
     detail::Locked l(*this, info);
     return static_cast<int>(count_);
   }
-  bool SignalLocked(const debug_info&) override {
-    if (count_ + 1 > max_) return false;
+  bool SignalLocked(const debug_info &) override {
+    if (count_ + 1 > max_)
+      return false;
     count_ += 1;
     return true;
   }
@@ -348,7 +353,7 @@ class semaphore : public win_waitable_object {
     return true;
   }
 
- private:
+private:
   unsigned count_ = 0;
   unsigned max_ = ~0u;
 };
@@ -359,10 +364,9 @@ class semaphore : public win_waitable_object {
 // W/O OWNERSHIP as for those). Shared locking of an SRWLOCK is modelled as
 // exclusive (as rl::mutex::lock_shared is). Not waitable (neither is a
 // critical section in Win32); a CreateMutex handle is win_mutex, below.
-template <typename Tag = void>
-class generic_mutex : public win_object {
- public:
-  generic_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
+template <typename Tag = void> class generic_mutex : public win_object {
+public:
+  generic_mutex(debug_info info = RL_CURRENT_INFO) // NOLINT
       : m_(info), rm_(info) {}
   void init(bool /*is_rw*/, bool is_exclusive_recursive,
             bool /*is_shared_recursive*/, bool /*failing_try_lock*/,
@@ -397,10 +401,10 @@ class generic_mutex : public win_object {
   void lock(debug_info info = RL_CURRENT_INFO) { lock_exclusive(info); }
   void unlock(debug_info info = RL_CURRENT_INFO) { unlock_exclusive(info); }
 
- private:
+private:
   mutex m_;
   recursive_mutex rm_;
-  bool recursive_ = true;  // CRITICAL_SECTION's default
+  bool recursive_ = true; // CRITICAL_SECTION's default
 };
 
 // A mutex handle (CreateMutex): recursive, owned by the thread whose wait
@@ -408,8 +412,8 @@ class generic_mutex : public win_object {
 // (as Relacy reports it). A thread that ends owning it does not abandon it
 // (no WAIT_ABANDONED): its waiters wait on (DEADLOCK).
 class win_mutex : public win_waitable_object {
- public:
-  win_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
+public:
+  win_mutex(debug_info info = RL_CURRENT_INFO) // NOLINT
       : win_waitable_object(info) {}
   void init(debug_info info = RL_CURRENT_INFO) {
     own_.Reset(info);
@@ -427,10 +431,11 @@ class win_mutex : public win_waitable_object {
       detail::Fail(test_result_unlocking_mutex_wo_ownership,
                    "ReleaseMutex of a mutex the thread does not own", info);
   }
-  bool SignalLocked(const debug_info&) override {
+  bool SignalLocked(const debug_info &) override {
     if (count_ == 0 || owner_ != static_cast<int>(thread_index()))
       return false;
-    if (--count_ == 0) owner_ = -1;
+    if (--count_ == 0)
+      owner_ = -1;
     return true;
   }
   bool Ready(unsigned me) const override {
@@ -442,7 +447,7 @@ class win_mutex : public win_waitable_object {
     return true;
   }
 
- private:
+private:
   int owner_ = -1;
   unsigned count_ = 0;
 };
@@ -458,100 +463,103 @@ struct ThreadEnds {
   unsigned count = 0;
   uint64_t gen = ~uint64_t{0};
 };
-inline ThreadEnds& Ends() {
+inline ThreadEnds &Ends() {
   static ThreadEnds e;
   if (e.gen != Generation()) {
     e.gen = Generation();
     e.count = 0;
-    for (bool& f : e.finished) f = false;
+    for (bool &f : e.finished)
+      f = false;
   }
   return e;
 }
 // Made by the creator before it starts the thread (so the thread, and
 // every thread that learns of the handle from the creator, happens-after
 // it); -1 if there are too many.
-inline int NewEndState(const debug_info& info) {
-  ThreadEnds& e = Ends();
-  if (e.count >= ThreadEnds::kMax) return -1;
+inline int NewEndState(const debug_info &info) {
+  ThreadEnds &e = Ends();
+  if (e.count >= ThreadEnds::kMax)
+    return -1;
   new (e.buf[e.count]) WaitState(info);
   return static_cast<int>(e.count++);
 }
-inline WaitState* EndState(int k) {
-  return reinterpret_cast<WaitState*>(Ends().buf[k]);
+inline WaitState *EndState(int k) {
+  return reinterpret_cast<WaitState *>(Ends().buf[k]);
 }
-}  // namespace detail
+} // namespace detail
 
 // A thread created by CreateThread / _beginthreadex (a dynamic checker
 // thread; the suite declares dynamic_thread_count). Its handle is
 // signaled once the thread function returned: a wait for it
 // synchronizes-with everything the thread did.
 class win_thread : public win_waitable_object {
- public:
+public:
   template <typename R>
-  win_thread(R (*fn)(void*), void* param, debug_info info)
-      : win_waitable_object(info),
-        fn_(reinterpret_cast<void (*)()>(fn)),
+  win_thread(R (*fn)(void *), void *param, debug_info info)
+      : win_waitable_object(info), fn_(reinterpret_cast<void (*)()>(fn)),
         param_(param) {
     call_ = &Call<R>;
     end_ = detail::NewEndState(info);
-    if (end_ < 0) return;  // more than ThreadEnds::kMax threads: not started
+    if (end_ < 0)
+      return; // more than ThreadEnds::kMax threads: not started
     UseState(detail::EndState(end_));
     handle_ = detail::CreateThread(&Start, this, info);
   }
   bool started() const { return handle_ >= 0; }
-  bool SignalLocked(const debug_info&) override { return false; }
+  bool SignalLocked(const debug_info &) override { return false; }
   bool Ready(unsigned) const override {
     return end_ >= 0 && detail::Ends().finished[end_];
   }
   bool Take(unsigned) override { return false; }
 
- private:
-  template <typename R>
-  static void Call(void (*fn)(), void* param) {
-    reinterpret_cast<R (*)(void*)>(fn)(param);
+private:
+  template <typename R> static void Call(void (*fn)(), void *param) {
+    reinterpret_cast<R (*)(void *)>(fn)(param);
   }
-  static void* Start(void* p) {
-    auto* t = static_cast<win_thread*>(p);
+  static void *Start(void *p) {
+    auto *t = static_cast<win_thread *>(p);
     // Copied first: the creator may close the handle while we run.
-    void (*call)(void (*)(), void*) = t->call_;
+    void (*call)(void (*)(), void *) = t->call_;
     void (*fn)() = t->fn_;
-    void* param = t->param_;
+    void *param = t->param_;
     const int end = t->end_;
     const debug_info info = RL_CURRENT_INFO;
     call(fn, param);
-    detail::WaitState* s = detail::EndState(end);
+    detail::WaitState *s = detail::EndState(end);
     uint64_t v = detail::LockState(*s, info);
     detail::Ends().finished[end] = true;
     detail::UnlockState(*s, v, true, info);
     return nullptr;
   }
   void (*fn_)();
-  void* param_;
-  void (*call_)(void (*)(), void*) = nullptr;
+  void *param_;
+  void (*call_)(void (*)(), void *) = nullptr;
   int handle_ = -1;
-  int end_ = -1;  // its ThreadEnds entry
+  int end_ = -1; // its ThreadEnds entry
 };
 
 namespace detail {
 inline constexpr long kWaitTimedOut = -1;
 inline constexpr long kWaitFailed = -2;
-inline constexpr unsigned long kMaxWaitObjects = 64;  // MAXIMUM_WAIT_OBJECTS
+inline constexpr unsigned long kMaxWaitObjects = 64; // MAXIMUM_WAIT_OBJECTS
 
 // With the locks held: the object a wait takes now (wait-any: the one a
 // pulse released it through, else the lowest-indexed ready one; wait-all:
 // 0 if all are ready), or -1.
-inline long Choose(unsigned long n, win_waitable_object* const* h,
+inline long Choose(unsigned long n, win_waitable_object *const *h,
                    bool wait_all, unsigned me) {
   if (wait_all) {
     for (unsigned long i = 0; i < n; ++i)
-      if (!h[i]->Ready(me)) return -1;
+      if (!h[i]->Ready(me))
+        return -1;
     return 0;
   }
   for (unsigned long i = 0; i < n; ++i)
     if ((h[i]->State().released & ThreadBit(me)) != 0)
       return static_cast<long>(i);
   for (unsigned long i = 0; i < n; ++i)
-    if (h[i]->Ready(me)) return static_cast<long>(i);
+    if (h[i]->Ready(me))
+      return static_cast<long>(i);
   return -1;
 }
 
@@ -560,56 +568,58 @@ inline long Choose(unsigned long n, win_waitable_object* const* h,
 // deadlock, with what each held when locked and whether its state changed.
 struct LockSet {
   struct Entry {
-    win_waitable_object* o;
+    win_waitable_object *o;
     uint64_t v;
     bool changed;
   };
   Entry e[kMaxWaitObjects + 1];
   unsigned n = 0;
 };
-inline void Prepare(LockSet& l, unsigned long n,
-                    win_waitable_object* const* h,
-                    win_waitable_object* extra) {
+inline void Prepare(LockSet &l, unsigned long n, win_waitable_object *const *h,
+                    win_waitable_object *extra) {
   l.n = 0;
-  for (unsigned long i = 0; i < n; ++i) l.e[l.n++] = {h[i], 0, false};
-  if (extra != nullptr) l.e[l.n++] = {extra, 0, false};
+  for (unsigned long i = 0; i < n; ++i)
+    l.e[l.n++] = {h[i], 0, false};
+  if (extra != nullptr)
+    l.e[l.n++] = {extra, 0, false};
   // Insertion sort (no allocation; at most 65 entries).
   for (unsigned i = 1; i < l.n; ++i)
-    for (unsigned j = i; j > 0 && l.e[j].o->State().number <
-                                      l.e[j - 1].o->State().number;
-         --j)
+    for (unsigned j = i;
+         j > 0 && l.e[j].o->State().number < l.e[j - 1].o->State().number; --j)
       std::swap(l.e[j], l.e[j - 1]);
-  unsigned m = 0;  // drop the signaled object if it is also waited for
+  unsigned m = 0; // drop the signaled object if it is also waited for
   for (unsigned i = 0; i < l.n; ++i)
-    if (m == 0 || l.e[m - 1].o != l.e[i].o) l.e[m++] = l.e[i];
+    if (m == 0 || l.e[m - 1].o != l.e[i].o)
+      l.e[m++] = l.e[i];
   l.n = m;
 }
-inline void LockAll(LockSet& l, const debug_info& info) {
-  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p) {
+inline void LockAll(LockSet &l, const debug_info &info) {
+  for (LockSet::Entry *p = l.e; p != l.e + l.n; ++p) {
     p->v = LockState(p->o->State(), info);
     p->changed = false;
   }
 }
-inline void UnlockAll(LockSet& l, const debug_info& info) {
-  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p)
+inline void UnlockAll(LockSet &l, const debug_info &info) {
+  for (LockSet::Entry *p = l.e; p != l.e + l.n; ++p)
     UnlockState(p->o->State(), p->v, p->changed, info);
 }
-inline void MarkChanged(LockSet& l, const win_waitable_object* x) {
-  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p)
-    if (p->o == x) p->changed = true;
+inline void MarkChanged(LockSet &l, const win_waitable_object *x) {
+  for (LockSet::Entry *p = l.e; p != l.e + l.n; ++p)
+    if (p->o == x)
+      p->changed = true;
 }
 
 // With the locks held: take what Choose picked (r >= 0) and stop
 // waiting.
-inline void TakeChosen(LockSet& l, unsigned long n,
-                       win_waitable_object* const* h, bool wait_all, long r,
+inline void TakeChosen(LockSet &l, unsigned long n,
+                       win_waitable_object *const *h, bool wait_all, long r,
                        unsigned me) {
   for (unsigned long i = 0; i < n; ++i) {
     if (r >= 0 && (wait_all || static_cast<long>(i) == r) && h[i]->Take(me))
       MarkChanged(l, h[i]);
   }
   for (unsigned long i = 0; i < n; ++i) {
-    WaitState& s = h[i]->State();
+    WaitState &s = h[i]->State();
     s.waiting &= ~ThreadBit(me);
     s.released &= ~ThreadBit(me);
     s.rung &= ~ThreadBit(me);
@@ -623,28 +633,32 @@ inline void TakeChosen(LockSet& l, unsigned long n,
 // or kWaitFailed. timeout 0 polls, and so does a finite timeout (explored
 // as "times out now"); INFINITE blocks (a wait no thread can satisfy is a
 // DEADLOCK).
-inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
+inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
                         bool wait_all, unsigned long timeout,
-                        const debug_info& info,
-                        win_waitable_object* to_signal = nullptr) {
-  if (n == 0 || n > kMaxWaitObjects) return kWaitFailed;
+                        const debug_info &info,
+                        win_waitable_object *to_signal = nullptr) {
+  if (n == 0 || n > kMaxWaitObjects)
+    return kWaitFailed;
   for (unsigned long i = 0; i < n; ++i) {
-    if (h[i] == nullptr) return kWaitFailed;
+    if (h[i] == nullptr)
+      return kWaitFailed;
     for (unsigned long j = 0; j < i; ++j)
-      if (h[j] == h[i]) return kWaitFailed;  // ERROR_INVALID_PARAMETER
+      if (h[j] == h[i])
+        return kWaitFailed; // ERROR_INVALID_PARAMETER
   }
   const unsigned me = thread_index();
   // A finite timeout is explored as "times out now" (see the top).
   const bool try_wait = timeout != rl_INFINITE;
   LockSet l;
   Prepare(l, n, h, to_signal);
-  atomic<uint64_t>* bell = nullptr;
+  atomic<uint64_t> *bell = nullptr;
   uint64_t rung = 0;
   for (;;) {
     LockAll(l, info);
     if (to_signal != nullptr) {
       const bool ok = to_signal->SignalLocked(info);
-      if (ok) MarkChanged(l, to_signal);
+      if (ok)
+        MarkChanged(l, to_signal);
       to_signal = nullptr;
       if (!ok) {
         UnlockAll(l, info);
@@ -653,18 +667,21 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
     }
     long r = Choose(n, h, wait_all, me);
     if (r >= 0 || try_wait) {
-      if (r >= 0) TakeChosen(l, n, h, wait_all, r, me);
+      if (r >= 0)
+        TakeChosen(l, n, h, wait_all, r, me);
       UnlockAll(l, info);
       return r >= 0 ? r : kWaitTimedOut;
     }
-    if (bell == nullptr) bell = Doorbell(me, info);
-    if (bell == nullptr) {  // no doorbell for this thread slot
+    if (bell == nullptr)
+      bell = Doorbell(me, info);
+    if (bell == nullptr) { // no doorbell for this thread slot
       UnlockAll(l, info);
       return kWaitFailed;
     }
     for (unsigned long i = 0; i < n; ++i) {
       // A PulseEvent never satisfies a wait-all here (see docs).
-      if (!wait_all) h[i]->State().waiting |= ThreadBit(me);
+      if (!wait_all)
+        h[i]->State().waiting |= ThreadBit(me);
       h[i]->State().rung |= ThreadBit(me);
     }
     // Relaxed: read with the locks held, which every ringer takes.
@@ -675,19 +692,20 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
     // newest is pruned when the thread blocks.
     while (bell->load(mo_relaxed, info) == rung) {
       // Until a ring (or DEADLOCK); unwinding: give up.
-      if (!WaitBlocked(info)) return kWaitFailed;
+      if (!WaitBlocked(info))
+        return kWaitFailed;
     }
   }
 }
-}  // namespace detail
+} // namespace detail
 
 inline bool win_waitable_object::wait(bool try_wait, debug_info info) {
-  win_waitable_object* self = this;
+  win_waitable_object *self = this;
   return detail::WaitObjects(1, &self, false, try_wait ? 0 : rl_INFINITE,
                              info) == 0;
 }
 
-using rl_HANDLE = win_object*;
+using rl_HANDLE = win_object *;
 inline constexpr unsigned long rl_WAIT_FAILED = static_cast<unsigned long>(-1);
 inline constexpr unsigned long rl_WAIT_OBJECT_0 = 0;
 inline constexpr unsigned long rl_WAIT_TIMEOUT = 258;
@@ -702,20 +720,22 @@ inline constexpr unsigned long rl_ERROR_TOO_MANY_POSTS = 298;
 
 namespace detail {
 // GetLastError: per checker thread, zero at the start of every execution.
-inline thread_local_var<unsigned long>& LastError() {
+inline thread_local_var<unsigned long> &LastError() {
   static thread_local_var<unsigned long> e;
   return e;
 }
-inline win_waitable_object* Waitable(rl_HANDLE h) {
-  return h == nullptr ? nullptr : dynamic_cast<win_waitable_object*>(h);
+inline win_waitable_object *Waitable(rl_HANDLE h) {
+  return h == nullptr ? nullptr : dynamic_cast<win_waitable_object *>(h);
 }
 inline unsigned long WaitResult(long r) {
-  if (r >= 0) return rl_WAIT_OBJECT_0 + static_cast<unsigned long>(r);
-  if (r == kWaitTimedOut) return rl_WAIT_TIMEOUT;
+  if (r >= 0)
+    return rl_WAIT_OBJECT_0 + static_cast<unsigned long>(r);
+  if (r == kWaitTimedOut)
+    return rl_WAIT_TIMEOUT;
   LastError().set(rl_ERROR_INVALID_PARAMETER);
   return rl_WAIT_FAILED;
 }
-}  // namespace detail
+} // namespace detail
 
 inline unsigned long rl_GetLastError() { return detail::LastError().get(); }
 inline void rl_SetLastError(unsigned long e) { detail::LastError().set(e); }
@@ -734,8 +754,9 @@ inline unsigned long rl_WaitForSingleObjectEx(rl_HANDLE h,
                                               unsigned long timeout,
                                               int /*alertable*/,
                                               debug_info info) {
-  win_waitable_object* w = detail::Waitable(h);
-  if (w == nullptr) return detail::WaitResult(detail::kWaitFailed);
+  win_waitable_object *w = detail::Waitable(h);
+  if (w == nullptr)
+    return detail::WaitResult(detail::kWaitFailed);
   return detail::WaitResult(detail::WaitObjects(1, &w, false, timeout, info));
 }
 inline unsigned long rl_WaitForSingleObject(rl_HANDLE h, unsigned long timeout,
@@ -747,24 +768,23 @@ inline unsigned long rl_WaitForSingleObject(rl_HANDLE h, unsigned long timeout,
 // of a signaled object (taking that one). Bad arguments (no handle, more
 // than MAXIMUM_WAIT_OBJECTS, a null, a non-waitable or a repeated handle)
 // are WAIT_FAILED with GetLastError() ERROR_INVALID_PARAMETER.
-inline unsigned long rl_WaitForMultipleObjectsEx(unsigned long count,
-                                                 const rl_HANDLE* handles,
-                                                 int wait_all,
-                                                 unsigned long timeout,
-                                                 int /*alertable*/,
-                                                 debug_info info) {
+inline unsigned long
+rl_WaitForMultipleObjectsEx(unsigned long count, const rl_HANDLE *handles,
+                            int wait_all, unsigned long timeout,
+                            int /*alertable*/, debug_info info) {
   if (handles == nullptr || count == 0 || count > detail::kMaxWaitObjects)
     return detail::WaitResult(detail::kWaitFailed);
-  win_waitable_object* w[detail::kMaxWaitObjects];
+  win_waitable_object *w[detail::kMaxWaitObjects];
   for (unsigned long i = 0; i < count; ++i) {
     w[i] = detail::Waitable(handles[i]);
-    if (w[i] == nullptr) return detail::WaitResult(detail::kWaitFailed);
+    if (w[i] == nullptr)
+      return detail::WaitResult(detail::kWaitFailed);
   }
   return detail::WaitResult(
       detail::WaitObjects(count, w, wait_all != 0, timeout, info));
 }
 inline unsigned long rl_WaitForMultipleObjects(unsigned long count,
-                                               const rl_HANDLE* handles,
+                                               const rl_HANDLE *handles,
                                                int wait_all,
                                                unsigned long timeout,
                                                debug_info info) {
@@ -778,8 +798,8 @@ inline unsigned long rl_SignalObjectAndWait(rl_HANDLE to_signal,
                                             unsigned long timeout,
                                             int /*alertable*/,
                                             debug_info info) {
-  win_waitable_object* s = detail::Waitable(to_signal);
-  win_waitable_object* w = detail::Waitable(to_wait);
+  win_waitable_object *s = detail::Waitable(to_signal);
+  win_waitable_object *w = detail::Waitable(to_wait);
   if (s == nullptr || w == nullptr)
     return detail::WaitResult(detail::kWaitFailed);
   return detail::WaitResult(
@@ -792,12 +812,12 @@ namespace detail {
 // model would count a growing container's allocations as the test's.
 struct HandleTable {
   static constexpr int kMax = 256;
-  win_object* open[kMax];
+  win_object *open[kMax];
   int n = 0;
-  bool overflow = false;  // some handle is not in the table: trust all
+  bool overflow = false; // some handle is not in the table: trust all
   uint64_t gen = 0;
 };
-inline HandleTable& Handles() {
+inline HandleTable &Handles() {
   static HandleTable t;
   if (t.gen != Generation()) {
     t.gen = Generation();
@@ -806,9 +826,8 @@ inline HandleTable& Handles() {
   }
   return t;
 }
-template <typename T>
-T* Opened(T* h) {
-  HandleTable& t = Handles();
+template <typename T> T *Opened(T *h) {
+  HandleTable &t = Handles();
   if (t.n < HandleTable::kMax)
     t.open[t.n++] = h;
   else
@@ -816,8 +835,8 @@ T* Opened(T* h) {
   return h;
 }
 // True if h was open (now removed from the table).
-inline bool Closing(win_object* h) {
-  HandleTable& t = Handles();
+inline bool Closing(win_object *h) {
+  HandleTable &t = Handles();
   for (int i = 0; i < t.n; ++i) {
     if (t.open[i] == h) {
       t.open[i] = t.open[--t.n];
@@ -826,116 +845,122 @@ inline bool Closing(win_object* h) {
   }
   return t.overflow || Generation() == 0;
 }
-}  // namespace detail
+} // namespace detail
 
 inline int rl_CloseHandle(rl_HANDLE h, debug_info info) {
-  if (h == nullptr) return 0;
+  if (h == nullptr)
+    return 0;
   if (!detail::Closing(h)) {
-    detail::HeapFree(h, 1, info);  // reports the double (or foreign) free
+    detail::HeapFree(h, 1, info); // reports the double (or foreign) free
     return 0;
   }
   h->deinit(info);
-  delete h;  // tracked: an unclosed handle is a MEMORY LEAK
+  delete h; // tracked: an unclosed handle is a MEMORY LEAK
   return 1;
 }
 
-inline rl_HANDLE rl_CreateEvent(void* /*security*/, int manual_reset,
-                                int initial_state, const void* /*name*/,
+inline rl_HANDLE rl_CreateEvent(void * /*security*/, int manual_reset,
+                                int initial_state, const void * /*name*/,
                                 debug_info info) {
-  auto* ev = detail::Opened(new generic_event(info));
+  auto *ev = detail::Opened(new generic_event(info));
   ev->init(manual_reset != 0, initial_state != 0, info);
   return ev;
 }
 namespace detail {
 // The object behind a handle of the expected kind, or null (then the call
 // fails with ERROR_INVALID_HANDLE, as Win32's does).
-template <typename T>
-T* HandleAs(rl_HANDLE h) {
-  T* t = h == nullptr ? nullptr : dynamic_cast<T*>(h);
-  if (t == nullptr) LastError().set(rl_ERROR_INVALID_HANDLE);
+template <typename T> T *HandleAs(rl_HANDLE h) {
+  T *t = h == nullptr ? nullptr : dynamic_cast<T *>(h);
+  if (t == nullptr)
+    LastError().set(rl_ERROR_INVALID_HANDLE);
   return t;
 }
-}  // namespace detail
+} // namespace detail
 inline int rl_SetEvent(rl_HANDLE ev, debug_info info) {
-  generic_event* e = detail::HandleAs<generic_event>(ev);
-  if (e == nullptr) return 0;
+  generic_event *e = detail::HandleAs<generic_event>(ev);
+  if (e == nullptr)
+    return 0;
   e->set(info);
   return 1;
 }
 inline int rl_ResetEvent(rl_HANDLE ev, debug_info info) {
-  generic_event* e = detail::HandleAs<generic_event>(ev);
-  if (e == nullptr) return 0;
+  generic_event *e = detail::HandleAs<generic_event>(ev);
+  if (e == nullptr)
+    return 0;
   e->reset(info);
   return 1;
 }
 inline int rl_PulseEvent(rl_HANDLE ev, debug_info info) {
-  generic_event* e = detail::HandleAs<generic_event>(ev);
-  if (e == nullptr) return 0;
+  generic_event *e = detail::HandleAs<generic_event>(ev);
+  if (e == nullptr)
+    return 0;
   e->pulse(info);
   return 1;
 }
 
 struct sem_tag_win;
-inline rl_HANDLE rl_CreateSemaphore(void* /*security*/, long initial_count,
-                                    long max_count, const void* /*name*/,
+inline rl_HANDLE rl_CreateSemaphore(void * /*security*/, long initial_count,
+                                    long max_count, const void * /*name*/,
                                     debug_info info) {
   if (initial_count < 0 || max_count <= 0 || initial_count > max_count)
-    return nullptr;  // ERROR_INVALID_PARAMETER
-  auto* s = detail::Opened(new semaphore<sem_tag_win>(info));
+    return nullptr; // ERROR_INVALID_PARAMETER
+  auto *s = detail::Opened(new semaphore<sem_tag_win>(info));
   s->init(false, static_cast<unsigned>(initial_count),
           static_cast<unsigned>(max_count), info);
   return s;
 }
-inline int rl_ReleaseSemaphore(rl_HANDLE sema, long count, long* prev_count,
+inline int rl_ReleaseSemaphore(rl_HANDLE sema, long count, long *prev_count,
                                debug_info info) {
-  auto* s = detail::HandleAs<semaphore<sem_tag_win>>(sema);
-  if (s == nullptr) return 0;
+  auto *s = detail::HandleAs<semaphore<sem_tag_win>>(sema);
+  if (s == nullptr)
+    return 0;
   if (count <= 0) {
     detail::LastError().set(rl_ERROR_INVALID_PARAMETER);
     return 0;
   }
   unsigned prev = 0;
   bool ok = s->post(static_cast<unsigned>(count), prev, info);
-  if (prev_count != nullptr) *prev_count = static_cast<long>(prev);
-  if (!ok) detail::LastError().set(rl_ERROR_TOO_MANY_POSTS);
+  if (prev_count != nullptr)
+    *prev_count = static_cast<long>(prev);
+  if (!ok)
+    detail::LastError().set(rl_ERROR_TOO_MANY_POSTS);
   return ok ? 1 : 0;
 }
 
 struct mutex_tag_win_cs;
 using rl_CRITICAL_SECTION = generic_mutex<mutex_tag_win_cs>;
-inline void rl_InitializeCriticalSection(rl_CRITICAL_SECTION* m,
+inline void rl_InitializeCriticalSection(rl_CRITICAL_SECTION *m,
                                          debug_info info) {
   m->init(false, true, false, false, info);
 }
-inline int rl_InitializeCriticalSectionAndSpinCount(rl_CRITICAL_SECTION* m,
+inline int rl_InitializeCriticalSectionAndSpinCount(rl_CRITICAL_SECTION *m,
                                                     unsigned long,
                                                     debug_info info) {
   m->init(false, true, false, false, info);
   return 1;
 }
-inline void rl_DeleteCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
+inline void rl_DeleteCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
   m->deinit(info);
 }
-inline void rl_EnterCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
+inline void rl_EnterCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
   m->lock_exclusive(info);
 }
-inline int rl_TryEnterCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
+inline int rl_TryEnterCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
   return m->try_lock_exclusive(info) ? 1 : 0;
 }
-inline void rl_LeaveCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
+inline void rl_LeaveCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
   m->unlock_exclusive(info);
 }
 
 struct mutex_tag_win_srwl;
 using rl_SRWLOCK = generic_mutex<mutex_tag_win_srwl>;
-inline int rl_InitializeCriticalSectionEx(rl_CRITICAL_SECTION* m,
-                                          unsigned long, unsigned long,
-                                          debug_info info) {
+inline int rl_InitializeCriticalSectionEx(rl_CRITICAL_SECTION *m, unsigned long,
+                                          unsigned long, debug_info info) {
   m->init(false, true, false, false, info);
   return 1;
 }
 
-inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
+inline void rl_InitializeSRWLock(rl_SRWLOCK *l, debug_info info) {
   l->init(true, false, false, false, info);
 }
 
@@ -946,11 +971,11 @@ inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
 // reported as DEADLOCK.
 // Initialized, it holds a resource until Relacy's DeleteConditionVariable.
 struct rl_CONDITION_VARIABLE : condition_variable {
-  void* resource = nullptr;
+  void *resource = nullptr;
 };
-inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
+inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE *cv,
                                            debug_info info) {
-  void* const resource = cv->resource != nullptr
+  void *const resource = cv->resource != nullptr
                              ? cv->resource
                              : detail::HeapAlloc(1, 0, detail::kHeapResource);
   cv->~rl_CONDITION_VARIABLE();
@@ -958,67 +983,72 @@ inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
   cv->resource = resource;
   (void)info;
 }
-inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
+inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE *cv,
                                        debug_info info) {
-  if (cv->resource == nullptr) return;
+  if (cv->resource == nullptr)
+    return;
   detail::HeapFree(cv->resource, detail::kHeapResource, info);
   cv->resource = nullptr;
 }
 template <typename Lock>
-inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
+inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE *cv, Lock *l,
                                      debug_info info) {
   cv->wait(*l, info);
   return 1;
 }
-inline void rl_WakeConditionVariable(rl_CONDITION_VARIABLE* cv,
+inline void rl_WakeConditionVariable(rl_CONDITION_VARIABLE *cv,
                                      debug_info info) {
   cv->notify_one(info);
 }
-inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE* cv,
+inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE *cv,
                                         debug_info info) {
   cv->notify_all(info);
 }
 
 using rl_win_mutex = win_mutex;
-inline rl_HANDLE rl_CreateMutex(void* /*security*/, int initial_owner,
-                                const void* /*name*/, debug_info info) {
-  auto* m = detail::Opened(new rl_win_mutex(info));
+inline rl_HANDLE rl_CreateMutex(void * /*security*/, int initial_owner,
+                                const void * /*name*/, debug_info info) {
+  auto *m = detail::Opened(new rl_win_mutex(info));
   m->init(info);
-  if (initial_owner != 0) m->wait(false, info);
+  if (initial_owner != 0)
+    m->wait(false, info);
   return m;
 }
 inline int rl_ReleaseMutex(rl_HANDLE m, debug_info info) {
-  rl_win_mutex* mx = detail::HandleAs<rl_win_mutex>(m);
-  if (mx == nullptr) return 0;
+  rl_win_mutex *mx = detail::HandleAs<rl_win_mutex>(m);
+  if (mx == nullptr)
+    return 0;
   mx->unlock(info);
   return 1;
 }
 
 // Threads: checker threads (the suite declares dynamic_thread_count).
-inline rl_HANDLE rl_CreateThread(void* /*security*/, size_t /*stack_size*/,
-                                 unsigned long (*fn)(void*), void* param,
+inline rl_HANDLE rl_CreateThread(void * /*security*/, size_t /*stack_size*/,
+                                 unsigned long (*fn)(void *), void *param,
                                  unsigned long /*flags*/,
-                                 unsigned long* thread_id, debug_info info) {
-  auto* t = new win_thread(fn, param, info);
+                                 unsigned long *thread_id, debug_info info) {
+  auto *t = new win_thread(fn, param, info);
   if (!t->started()) {
     delete t;
     return nullptr;
   }
-  if (thread_id != nullptr) *thread_id = 0;
+  if (thread_id != nullptr)
+    *thread_id = 0;
   return detail::Opened(t);
 }
-inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
-                                  unsigned (*fn)(void*), void* param,
-                                  unsigned /*flags*/, unsigned* thread_id,
+inline uintptr_t rl_beginthreadex(void * /*security*/, unsigned /*stack*/,
+                                  unsigned (*fn)(void *), void *param,
+                                  unsigned /*flags*/, unsigned *thread_id,
                                   debug_info info) {
-  auto* t = new win_thread(fn, param, info);
+  auto *t = new win_thread(fn, param, info);
   if (!t->started()) {
     delete t;
     return 0;
   }
-  if (thread_id != nullptr) *thread_id = 0;
+  if (thread_id != nullptr)
+    *thread_id = 0;
   return reinterpret_cast<uintptr_t>(
-      detail::Opened(static_cast<win_object*>(t)));
+      detail::Opened(static_cast<win_object *>(t)));
 }
 
 // As Relacy: accepted, no effect on the model (the checker has no CPUs to
@@ -1030,7 +1060,7 @@ inline unsigned long rl_SetThreadAffinityMask(rl_HANDLE, unsigned long mask,
 inline unsigned long rl_SuspendThread(rl_HANDLE, debug_info) { return 0; }
 inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 
-}  // namespace rl
+} // namespace rl
 
 #ifndef RL_STDCALL
 #define RL_STDCALL
@@ -1045,7 +1075,7 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define WAIT_TIMEOUT ::rl::rl_WAIT_TIMEOUT
 #define WAIT_IO_COMPLETION ::rl::rl_WAIT_IO_COMPLETION
 #define MAXIMUM_WAIT_OBJECTS ::rl::rl_MAXIMUM_WAIT_OBJECTS
-#define CONDITION_VARIABLE_LOCKMODE_SHARED \
+#define CONDITION_VARIABLE_LOCKMODE_SHARED                                     \
   ::rl::rl_CONDITION_VARIABLE_LOCKMODE_SHARED
 #define ERROR_INVALID_PARAMETER ::rl::rl_ERROR_INVALID_PARAMETER
 #define ERROR_INVALID_HANDLE ::rl::rl_ERROR_INVALID_HANDLE
@@ -1058,47 +1088,46 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define SwitchToThread() ::rl::rl_SwitchToThread(RL_INFO)
 #define Sleep(ms) ::rl::rl_Sleep((ms), RL_INFO)
 #define CloseHandle(h) ::rl::rl_CloseHandle((h), RL_INFO)
-#define WaitForSingleObject(h, timeout) \
+#define WaitForSingleObject(h, timeout)                                        \
   ::rl::rl_WaitForSingleObject((h), (timeout), RL_INFO)
-#define WaitForSingleObjectEx(h, timeout, alertable) \
+#define WaitForSingleObjectEx(h, timeout, alertable)                           \
   ::rl::rl_WaitForSingleObjectEx((h), (timeout), (alertable), RL_INFO)
-#define WaitForMultipleObjects(count, handles, wait_all, timeout)       \
-  ::rl::rl_WaitForMultipleObjects((count), (handles), (wait_all), (timeout), \
+#define WaitForMultipleObjects(count, handles, wait_all, timeout)              \
+  ::rl::rl_WaitForMultipleObjects((count), (handles), (wait_all), (timeout),   \
                                   RL_INFO)
-#define WaitForMultipleObjectsEx(count, handles, wait_all, timeout,         \
-                                 alertable)                                  \
+#define WaitForMultipleObjectsEx(count, handles, wait_all, timeout, alertable) \
   ::rl::rl_WaitForMultipleObjectsEx((count), (handles), (wait_all), (timeout), \
                                     (alertable), RL_INFO)
-#define SignalObjectAndWait(s, w, timeout, alertable) \
+#define SignalObjectAndWait(s, w, timeout, alertable)                          \
   ::rl::rl_SignalObjectAndWait((s), (w), (timeout), (alertable), RL_INFO)
-#define CreateEvent(sec, manual, initial, name) \
+#define CreateEvent(sec, manual, initial, name)                                \
   ::rl::rl_CreateEvent((sec), (manual), (initial), (name), RL_INFO)
 #define CreateEventA CreateEvent
 #define CreateEventW CreateEvent
 #define SetEvent(ev) ::rl::rl_SetEvent((ev), RL_INFO)
 #define ResetEvent(ev) ::rl::rl_ResetEvent((ev), RL_INFO)
 #define PulseEvent(ev) ::rl::rl_PulseEvent((ev), RL_INFO)
-#define CreateSemaphore(sec, initial, max, name) \
+#define CreateSemaphore(sec, initial, max, name)                               \
   ::rl::rl_CreateSemaphore((sec), (initial), (max), (name), RL_INFO)
 #define CreateSemaphoreA CreateSemaphore
 #define CreateSemaphoreW CreateSemaphore
-#define ReleaseSemaphore(s, count, prev) \
+#define ReleaseSemaphore(s, count, prev)                                       \
   ::rl::rl_ReleaseSemaphore((s), (count), (prev), RL_INFO)
-#define CreateMutex(sec, owner, name) \
+#define CreateMutex(sec, owner, name)                                          \
   ::rl::rl_CreateMutex((sec), (owner), (name), RL_INFO)
 #define CreateMutexA CreateMutex
 #define CreateMutexW CreateMutex
 #define ReleaseMutex(m) ::rl::rl_ReleaseMutex((m), RL_INFO)
-#define InitializeCriticalSection(cs) \
+#define InitializeCriticalSection(cs)                                          \
   ::rl::rl_InitializeCriticalSection((cs), RL_INFO)
-#define InitializeCriticalSectionAndSpinCount(cs, spin) \
+#define InitializeCriticalSectionAndSpinCount(cs, spin)                        \
   ::rl::rl_InitializeCriticalSectionAndSpinCount((cs), (spin), RL_INFO)
 #define DeleteCriticalSection(cs) ::rl::rl_DeleteCriticalSection((cs), RL_INFO)
 #define EnterCriticalSection(cs) ::rl::rl_EnterCriticalSection((cs), RL_INFO)
-#define TryEnterCriticalSection(cs) \
+#define TryEnterCriticalSection(cs)                                            \
   ::rl::rl_TryEnterCriticalSection((cs), RL_INFO)
 #define LeaveCriticalSection(cs) ::rl::rl_LeaveCriticalSection((cs), RL_INFO)
-#define InitializeCriticalSectionEx(cs, spin, flags) \
+#define InitializeCriticalSectionEx(cs, spin, flags)                           \
   ::rl::rl_InitializeCriticalSectionEx((cs), (spin), (flags), RL_INFO)
 #define InitializeSRWLock(l) ::rl::rl_InitializeSRWLock((l), RL_INFO)
 #define AcquireSRWLockExclusive(l) (l)->lock_exclusive(RL_INFO)
@@ -1106,27 +1135,27 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define ReleaseSRWLockExclusive(l) (l)->unlock_exclusive(RL_INFO)
 #define ReleaseSRWLockShared(l) (l)->unlock_shared(RL_INFO)
 #define CONDITION_VARIABLE ::rl::rl_CONDITION_VARIABLE
-#define InitializeConditionVariable(cv) \
+#define InitializeConditionVariable(cv)                                        \
   ::rl::rl_InitializeConditionVariable((cv), RL_INFO)
-#define SleepConditionVariableCS(cv, cs, ms) \
+#define SleepConditionVariableCS(cv, cs, ms)                                   \
   ::rl::rl_SleepConditionVariable((cv), (cs), RL_INFO)
-#define SleepConditionVariableSRW(cv, l, ms, flags) \
+#define SleepConditionVariableSRW(cv, l, ms, flags)                            \
   ::rl::rl_SleepConditionVariable((cv), (l), RL_INFO)
 #define WakeConditionVariable(cv) ::rl::rl_WakeConditionVariable((cv), RL_INFO)
-#define WakeAllConditionVariable(cv) \
+#define WakeAllConditionVariable(cv)                                           \
   ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
 // Relacy's own (no such Win32 functions); they release the resource.
-#define DeleteConditionVariable(cv) \
+#define DeleteConditionVariable(cv)                                            \
   ::rl::rl_DeleteConditionVariable((cv), RL_INFO)
 #define DeleteSRWLock(l) (l)->deinit(RL_INFO)
-#define CreateThread(sec, stack, fn, param, flags, id) \
+#define CreateThread(sec, stack, fn, param, flags, id)                         \
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
-#define _beginthreadex(sec, stack, fn, param, flags, id) \
+#define _beginthreadex(sec, stack, fn, param, flags, id)                       \
   ::rl::rl_beginthreadex((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 
-#define SetThreadAffinityMask(th, mask) \
+#define SetThreadAffinityMask(th, mask)                                        \
   ::rl::rl_SetThreadAffinityMask((th), (mask), RL_INFO)
 #define SuspendThread(th) ::rl::rl_SuspendThread((th), RL_INFO)
 #define ResumeThread(th) ::rl::rl_ResumeThread((th), RL_INFO)
 
-#endif  // PERCPU_VERIFICATION_RELACY_WINDOWS_H_
+#endif // PERCPU_VERIFICATION_RELACY_WINDOWS_H_
