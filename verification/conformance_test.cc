@@ -26,10 +26,9 @@ struct Node {
 
 // A node published in an atomic and never deleted.
 struct Leak : rl::test_suite<Leak, 2> {
-  rl::atomic<Node *> head{nullptr};
+  rl::atomic<Node*> head{nullptr};
   void thread(unsigned i) {
-    if (i == 0)
-      head.store(new Node, rl::mo_release);
+    if (i == 0) head.store(new Node, rl::mo_release);
   }
 };
 TEST_CASE("heap: a node never deleted is a MEMORY LEAK") {
@@ -37,10 +36,9 @@ TEST_CASE("heap: a node never deleted is a MEMORY LEAK") {
 }
 
 struct NoLeak : rl::test_suite<NoLeak, 2> {
-  rl::atomic<Node *> head{nullptr};
+  rl::atomic<Node*> head{nullptr};
   void thread(unsigned i) {
-    if (i == 0)
-      head.store(new Node, rl::mo_release);
+    if (i == 0) head.store(new Node, rl::mo_release);
   }
   void after() { delete head.load(rl::mo_relaxed); }
 };
@@ -51,13 +49,12 @@ TEST_CASE("heap: the same node deleted in after() is fine") {
 // Thread 0 reads a field of the node it loaded while thread 1 exchanges
 // the node out and deletes it (no reclamation scheme).
 struct UseAfterFree : rl::test_suite<UseAfterFree, 2> {
-  rl::atomic<Node *> head{nullptr};
+  rl::atomic<Node*> head{nullptr};
   void before() { head.store(new Node, rl::mo_relaxed); }
   void thread(unsigned i) {
     if (i == 0) {
-      Node *n = head.load(rl::mo_acquire);
-      if (n != nullptr)
-        n->value.load(rl::mo_relaxed);
+      Node* n = head.load(rl::mo_acquire);
+      if (n != nullptr) n->value.load(rl::mo_relaxed);
     } else {
       delete head.exchange(nullptr, rl::mo_acq_rel);
     }
@@ -68,13 +65,12 @@ TEST_CASE("heap: reading a freed node's atomic is ACCESS TO FREED MEMORY") {
 }
 
 struct UseAfterFreeVar : rl::test_suite<UseAfterFreeVar, 2> {
-  rl::atomic<Node *> head{nullptr};
+  rl::atomic<Node*> head{nullptr};
   void before() { head.store(new Node, rl::mo_relaxed); }
   void thread(unsigned i) {
     if (i == 0) {
-      Node *n = head.load(rl::mo_acquire);
-      if (n != nullptr)
-        (void)static_cast<int>(n->payload($));
+      Node* n = head.load(rl::mo_acquire);
+      if (n != nullptr) (void)static_cast<int>(n->payload($));
     } else {
       delete head.exchange(nullptr, rl::mo_acq_rel);
     }
@@ -87,16 +83,15 @@ TEST_CASE("heap: reading a freed node's rl::var is ACCESS TO FREED MEMORY") {
 // Both threads exchange the node out and delete what they got; a second
 // delete of the same pointer (a buggy "cache" of the old value).
 struct DoubleFree : rl::test_suite<DoubleFree, 2> {
-  rl::atomic<Node *> head{nullptr};
-  Node *first = nullptr;
+  rl::atomic<Node*> head{nullptr};
+  Node* first = nullptr;
   void before() {
     first = new Node;
     head.store(first, rl::mo_relaxed);
   }
   void thread(unsigned i) {
-    Node *n = head.exchange(nullptr, rl::mo_acq_rel);
-    if (i == 0)
-      n = first; // bug: deletes what it once saw
+    Node* n = head.exchange(nullptr, rl::mo_acq_rel);
+    if (i == 0) n = first;  // bug: deletes what it once saw
     delete n;
   }
 };
@@ -117,7 +112,7 @@ TEST_CASE("heap: freeing memory that is no heap block is reported") {
 
 // Memory allocated before the search (or by a static) may be freed inside
 // an execution: not foreign.
-int *g_outside = nullptr;
+int* g_outside = nullptr;
 struct OutsideFree : rl::test_suite<OutsideFree, 1> {
   void thread(unsigned) {
     delete g_outside;
@@ -127,7 +122,7 @@ struct OutsideFree : rl::test_suite<OutsideFree, 1> {
 TEST_CASE("heap: freeing memory allocated outside the execution is fine") {
   rl::test_params p;
   p.search_type = rl::sched_full;
-  p.max_executions = 1; // the block exists once
+  p.max_executions = 1;  // the block exists once
   p.print_summary = false;
   g_outside = new int(1);
   // The warm-up execution frees it; the counted one frees nullptr.
@@ -137,8 +132,8 @@ TEST_CASE("heap: freeing memory allocated outside the execution is fine") {
 
 struct MallocLeak : rl::test_suite<MallocLeak, 1> {
   void thread(unsigned) {
-    void *p = rl::rl_malloc(16);
-    void *q = rl::rl_malloc(16);
+    void* p = rl::rl_malloc(16);
+    void* q = rl::rl_malloc(16);
     rl::rl_free(p);
     (void)q;
   }
@@ -152,9 +147,9 @@ TEST_CASE("heap: rl_malloc without rl_free is a MEMORY LEAK") {
 // failing instead of reading a fresh object.
 struct NoReuse : rl::test_suite<NoReuse, 1> {
   void thread(unsigned) {
-    Node *a = new Node;
+    Node* a = new Node;
     delete a;
-    Node *b = new Node;
+    Node* b = new Node;
     RL_ASSERT(a != b);
     delete b;
   }
@@ -243,11 +238,10 @@ struct TryThenSlow : rl::test_suite<TryThenSlow, 2> {
       return;
     }
     for (int tries = 0; tries < 3; ++tries) {
-      if (flag.load(rl::mo_acquire) == 1)
-        return;
+      if (flag.load(rl::mo_acquire) == 1) return;
       rl::yield();
     }
-    RL_ASSERT(flag.load(rl::mo_acquire) == 1); // the bug
+    RL_ASSERT(flag.load(rl::mo_acquire) == 1);  // the bug
   }
 };
 TEST_CASE("spin: a bounded spin reaches its slow path") {
@@ -276,8 +270,7 @@ struct Backoff : rl::test_suite<Backoff, 2> {
   void thread(unsigned) {
     rl::backoff b;
     int e = x.load(rl::mo_relaxed);
-    while (!x.compare_exchange_strong(e, e + 1, rl::mo_relaxed))
-      b.yield($);
+    while (!x.compare_exchange_strong(e, e + 1, rl::mo_relaxed)) b.yield($);
     b.yield($);
     b.yield($);
   }
@@ -303,8 +296,7 @@ struct SpinYield : rl::test_suite<SpinYield, 2> {
   rl::atomic<int> flag{0};
   void thread(unsigned i) {
     if (i == 1)
-      while (flag.load(rl::mo_acquire) == 0)
-        rl::yield();
+      while (flag.load(rl::mo_acquire) == 0) rl::yield();
   }
 };
 TEST_CASE("livelock: a yielding spin that never ends is LIVELOCK") {
@@ -375,11 +367,9 @@ struct MutexCounter : rl::test_suite<MutexCounter<kLocked>, 2> {
   rl::var<int> n;
   void before() { n($) = 0; }
   void thread(unsigned i) {
-    if (kLocked || i == 0)
-      m.lock($);
+    if (kLocked || i == 0) m.lock($);
     n($) = n($) + 1;
-    if (kLocked || i == 0)
-      m.unlock($);
+    if (kLocked || i == 0) m.unlock($);
   }
   void after() { RL_ASSERT(n($) == 2); }
 };
@@ -391,8 +381,8 @@ TEST_CASE("mutex: lock synchronizes with the previous unlock") {
 struct LockOrder : rl::test_suite<LockOrder, 2> {
   rl::mutex a, b;
   void thread(unsigned i) {
-    rl::mutex &first = i == 0 ? a : b;
-    rl::mutex &second = i == 0 ? b : a;
+    rl::mutex& first = i == 0 ? a : b;
+    rl::mutex& second = i == 0 ? b : a;
     first.lock($);
     second.lock($);
     second.unlock($);
@@ -445,8 +435,8 @@ TEST_CASE("mutex: recursive_mutex may be relocked by its owner") {
 // abandoned threads with an exception; Relacy, which switches fibers
 // away, has no such case). kBug: thread 0 asserts on a value it may see.
 struct Registered {
-  rl::mutex *m;
-  rl::atomic<int> *live;
+  rl::mutex* m;
+  rl::atomic<int>* live;
   ~Registered() {
     m->lock($);
     live->store(0, rl::mo_relaxed);
@@ -457,15 +447,14 @@ template <bool kBug>
 struct LockInDestructor : rl::test_suite<LockInDestructor<kBug>, 2> {
   rl::mutex m;
   rl::atomic<int> live{1};
-  Registered *r = nullptr;
+  Registered* r = nullptr;
   void before() { r = new Registered{&m, &live}; }
   void thread(unsigned i) {
     if (i == 0) {
       m.lock($);
       const int v = live.load(rl::mo_relaxed);
       m.unlock($);
-      if (kBug)
-        RL_ASSERT(v == 1);
+      if (kBug) RL_ASSERT(v == 1);
     } else {
       delete r;
     }
@@ -475,7 +464,7 @@ struct LockInDestructor : rl::test_suite<LockInDestructor<kBug>, 2> {
 // An RL_ASSERT that fails inside a destructor (implicitly noexcept): the
 // failing thread is stopped there with the same exception.
 struct Checked {
-  rl::atomic<int> *v;
+  rl::atomic<int>* v;
   ~Checked() { RL_ASSERT(v->load(rl::mo_relaxed) == 0); }
 };
 struct AssertInDestructor : rl::test_suite<AssertInDestructor, 2> {
@@ -511,8 +500,7 @@ struct Handoff : rl::test_suite<Handoff<kCheckPredicate, kLoop>, 2> {
     } else {
       std::unique_lock<rl::mutex> lk(m);
       if (kLoop) {
-        while (ready($) == 0)
-          cv.wait(lk, $);
+        while (ready($) == 0) cv.wait(lk, $);
       } else if (!kCheckPredicate || ready($) == 0) {
         cv.wait(lk, $);
       }
@@ -556,8 +544,7 @@ struct NotifyOneTooFew : rl::test_suite<NotifyOneTooFew, 3> {
       ready($) = 1;
       cv.notify_one($);
     } else {
-      while (ready($) == 0)
-        cv.wait(lk, $);
+      while (ready($) == 0) cv.wait(lk, $);
     }
   }
 };
@@ -582,8 +569,7 @@ struct Spellings : rl::test_suite<Spellings, 2> {
     rl::atomic_thread_fence(rl::memory_order_acq_rel);
     tls($) = static_cast<int>(i) + 10;
     tls2.set(static_cast<int>(i));
-    while (flag.test_and_set(rl::memory_order_acquire))
-      rl::yield();
+    while (flag.test_and_set(rl::memory_order_acquire)) rl::yield();
     guarded($) = guarded($) + 1;
     flag.clear(rl::memory_order_release);
     RL_ASSERT(tls($) == static_cast<int>(i) + 10);
@@ -598,7 +584,7 @@ TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
   VERDICT(rl::test_result_success, Spellings);
 }
 
-} // namespace
+}  // namespace
 
 // ---------------------------------------------------------- dynamic threads
 
@@ -609,8 +595,8 @@ struct DynCounter : rl::test_suite<DynCounter<kAtomicRmw>, 1> {
   static constexpr unsigned dynamic_thread_count = 2;
   rl::atomic<int> n{0};
   rl::var<int> payload;
-  static void *Inc(void *p) {
-    auto *self = static_cast<DynCounter *>(p);
+  static void* Inc(void* p) {
+    auto* self = static_cast<DynCounter*>(p);
     if (kAtomicRmw) {
       self->n.fetch_add(1, rl::mo_relaxed);
     } else {
@@ -620,7 +606,7 @@ struct DynCounter : rl::test_suite<DynCounter<kAtomicRmw>, 1> {
     return nullptr;
   }
   void thread(unsigned) {
-    payload($) = 1; // before start(): no race with the created threads
+    payload($) = 1;  // before start(): no race with the created threads
     rl::dyn_thread a, b;
     a.start(&Inc, this);
     b.start(&Inc, this);
@@ -638,7 +624,7 @@ TEST_CASE("dyn_thread: start/join synchronize; fetch_add loses nothing") {
   rl::test_params p;
   VERDICT(rl::test_result_success, DynCounter<true>);
   CHECK(Full<DynCounter<true>>(&p) == rl::test_result_success);
-  CHECK(p.executions >= 2); // both orders of the two increments
+  CHECK(p.executions >= 2);  // both orders of the two increments
 }
 
 // A created thread writes a plain variable its creator reads without a
@@ -646,8 +632,8 @@ TEST_CASE("dyn_thread: start/join synchronize; fetch_add loses nothing") {
 struct DynRace : rl::test_suite<DynRace, 1> {
   static constexpr unsigned dynamic_thread_count = 1;
   rl::var<int> x{0};
-  static void *Write(void *p) {
-    static_cast<DynRace *>(p)->x($) = 1;
+  static void* Write(void* p) {
+    static_cast<DynRace*>(p)->x($) = 1;
     return nullptr;
   }
   void thread(unsigned) {
@@ -665,7 +651,7 @@ TEST_CASE("dyn_thread: an access racing with a created thread is a DATA RACE") {
 // Creating more threads than declared is the suite's error.
 struct DynTooMany : rl::test_suite<DynTooMany, 1> {
   static constexpr unsigned dynamic_thread_count = 1;
-  static void *Nop(void *) { return nullptr; }
+  static void* Nop(void*) { return nullptr; }
   void thread(unsigned) {
     rl::dyn_thread a, b;
     a.start(&Nop, nullptr);
@@ -682,8 +668,8 @@ TEST_CASE("dyn_thread: more than dynamic_thread_count is INCONSISTENT") {
 struct DynJoinDeadlock : rl::test_suite<DynJoinDeadlock, 1> {
   static constexpr unsigned dynamic_thread_count = 1;
   rl::mutex m;
-  static void *Lock(void *p) {
-    auto *self = static_cast<DynJoinDeadlock *>(p);
+  static void* Lock(void* p) {
+    auto* self = static_cast<DynJoinDeadlock*>(p);
     self->m.lock();
     self->m.unlock();
     return nullptr;
@@ -703,8 +689,8 @@ TEST_CASE("dyn_thread: joining a thread blocked on the joiner is a DEADLOCK") {
 // ------------------------------------------------- relacy_std.hpp programs
 // Compiled in relacy_std_programs.cc against relacy_std.hpp only.
 
-#define STD_VERDICT(R, F)                                                      \
-  CHECK(std::string(rl::test_result_str(relacy_std_programs::F())) ==          \
+#define STD_VERDICT(R, F)                                            \
+  CHECK(std::string(rl::test_result_str(relacy_std_programs::F())) == \
         std::string(rl::test_result_str(R)))
 
 TEST_CASE("relacy_std: std::atomic publication, relaxed races, acq/rel not") {

@@ -20,7 +20,7 @@ struct ManyThreads : rl::test_suite<ManyThreads<kRelease>, 20> {
   rl::atomic<int> n{0};
   rl::var<int> data{0};
   void thread(unsigned i) {
-    own[i].store(1, rl::mo_relaxed); // independent work of every thread
+    own[i].store(1, rl::mo_relaxed);  // independent work of every thread
     if (i == 17) {
       data($) = 1;
       flag.store(1, kRelease ? rl::mo_release : rl::mo_relaxed);
@@ -41,8 +41,7 @@ TEST_CASE("threads: 20 threads, release/acquire between threads 17 and 18") {
 struct ManyThreadsLostUpdate : rl::test_suite<ManyThreadsLostUpdate, 20> {
   rl::atomic<int> n{0};
   void thread(unsigned i) {
-    if (i == 0 || i == 19)
-      n.store(n.load(rl::mo_relaxed) + 1, rl::mo_relaxed);
+    if (i == 0 || i == 19) n.store(n.load(rl::mo_relaxed) + 1, rl::mo_relaxed);
   }
   void after() { RL_ASSERT(n.load(rl::mo_relaxed) == 2); }
 };
@@ -54,22 +53,20 @@ TEST_CASE("threads: a lost update between threads 0 and 19 is found") {
 struct WideDynamic : rl::test_suite<WideDynamic, 1> {
   static constexpr unsigned dynamic_thread_count = 40;
   rl::atomic<int> n{0};
-  static void *Inc(void *p) {
-    static_cast<WideDynamic *>(p)->n.fetch_add(1, rl::mo_relaxed);
+  static void* Inc(void* p) {
+    static_cast<WideDynamic*>(p)->n.fetch_add(1, rl::mo_relaxed);
     return nullptr;
   }
   void thread(unsigned) {
     rl::dyn_thread t[40];
-    for (auto &x : t)
-      x.start(&Inc, this);
-    for (auto &x : t)
-      x.join();
+    for (auto& x : t) x.start(&Inc, this);
+    for (auto& x : t) x.join();
     RL_ASSERT(n.load(rl::mo_relaxed) == 40);
   }
 };
 TEST_CASE("threads: 40 dynamic threads joined") {
   rl::test_params p;
-  p.search_type = rl::sched_random; // 40! orders: sample them
+  p.search_type = rl::sched_random;  // 40! orders: sample them
   p.iteration_count = 200;
   p.print_summary = false;
   CHECK(rl::simulate<WideDynamic>(p));
@@ -83,4 +80,4 @@ TEST_CASE("threads: more than 63 is INCONSISTENT TEST SUITE") {
   VERDICT(rl::test_result_inconsistent_test_suite, TooManyThreads);
 }
 
-} // namespace
+}  // namespace

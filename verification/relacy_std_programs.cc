@@ -3,13 +3,16 @@
 // are the shims, malloc/free the heap model.
 #include "relacy_std_programs.h"
 
-#include "test_support.h" // before relacy_std.hpp (standard headers first)
+#include "test_support.h"  // before relacy_std.hpp (standard headers first)
 
 #include "relacy/relacy_std.hpp"
 
 namespace {
 
-using rl_test::RunFull;
+template <typename T>
+rl::test_result_e Full() {
+  return rl_test::RunFull<T>();
+}
 
 // Relacy's introductory example: a plain write published by a relaxed
 // store is a data race; with release/acquire it is correct.
@@ -46,13 +49,11 @@ struct PthreadCounter : rl::test_suite<PthreadCounter<kLocked>, 1> {
   static constexpr unsigned dynamic_thread_count = 2;
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   rl::var<int> n{0};
-  static void *Inc(void *p) {
-    auto *self = static_cast<PthreadCounter *>(p);
-    if (kLocked)
-      pthread_mutex_lock(&self->m);
+  static void* Inc(void* p) {
+    auto* self = static_cast<PthreadCounter*>(p);
+    if (kLocked) pthread_mutex_lock(&self->m);
     self->n($) = self->n($) + 1;
-    if (kLocked)
-      pthread_mutex_unlock(&self->m);
+    if (kLocked) pthread_mutex_unlock(&self->m);
     return p;
   }
   void thread(unsigned) {
@@ -60,7 +61,7 @@ struct PthreadCounter : rl::test_suite<PthreadCounter<kLocked>, 1> {
     pthread_t t1, t2;
     pthread_create(&t1, nullptr, &Inc, this);
     pthread_create(&t2, nullptr, &Inc, this);
-    void *r1 = nullptr;
+    void* r1 = nullptr;
     pthread_join(t1, &r1);
     pthread_join(t2, nullptr);
     RL_ASSERT(r1 == this);
@@ -69,7 +70,8 @@ struct PthreadCounter : rl::test_suite<PthreadCounter<kLocked>, 1> {
   }
 };
 
-template <int kWaits> struct SemHand : rl::test_suite<SemHand<kWaits>, 2> {
+template <int kWaits>
+struct SemHand : rl::test_suite<SemHand<kWaits>, 2> {
   sem_t s;
   rl::var<int> data{0};
   void before() { sem_init(&s, 0, 0); }
@@ -78,8 +80,7 @@ template <int kWaits> struct SemHand : rl::test_suite<SemHand<kWaits>, 2> {
       data($) = 42;
       sem_post(&s);
     } else {
-      for (int i = 0; i < kWaits; ++i)
-        sem_wait(&s);
+      for (int i = 0; i < kWaits; ++i) sem_wait(&s);
       RL_ASSERT(data($) == 42);
     }
   }
@@ -103,8 +104,7 @@ struct CondPredicate : rl::test_suite<CondPredicate<kDestroy>, 2> {
       ready($) = true;
       pthread_cond_signal(&c);
     } else {
-      while (!ready($))
-        pthread_cond_wait(&c, &m);
+      while (!ready($)) pthread_cond_wait(&c, &m);
     }
     pthread_mutex_unlock(&m);
   }
@@ -116,48 +116,44 @@ struct CondPredicate : rl::test_suite<CondPredicate<kDestroy>, 2> {
   }
 };
 
-template <bool kFree> struct Malloc : rl::test_suite<Malloc<kFree>, 2> {
-  std::atomic<int *> p{nullptr};
+template <bool kFree>
+struct Malloc : rl::test_suite<Malloc<kFree>, 2> {
+  std::atomic<int*> p{nullptr};
   void thread(unsigned index) {
     if (index == 0) {
-      int *q = static_cast<int *>(malloc(sizeof(int)));
+      int* q = static_cast<int*>(malloc(sizeof(int)));
       p.store(q, std::memory_order_release);
     }
   }
   void after() {
-    if (kFree)
-      free(p.load(std::memory_order_relaxed));
+    if (kFree) free(p.load(std::memory_order_relaxed));
   }
 };
 
-} // namespace
+}  // namespace
 
 namespace relacy_std_programs {
 
 rl::test_result_e RelaxedPublication() {
-  return RunFull<
-      Publication<std::memory_order_relaxed, std::memory_order_relaxed>>();
+  return Full<Publication<std::memory_order_relaxed,
+                          std::memory_order_relaxed>>();
 }
 rl::test_result_e ReleasePublication() {
-  return RunFull<
-      Publication<std::memory_order_release, std::memory_order_acquire>>();
+  return Full<Publication<std::memory_order_release,
+                          std::memory_order_acquire>>();
 }
-rl::test_result_e StdMutexCounter() { return RunFull<StdMutex>(); }
-rl::test_result_e PthreadMutexCounter() {
-  return RunFull<PthreadCounter<true>>();
-}
+rl::test_result_e StdMutexCounter() { return Full<StdMutex>(); }
+rl::test_result_e PthreadMutexCounter() { return Full<PthreadCounter<true>>(); }
 rl::test_result_e PthreadUnlockedCounter() {
-  return RunFull<PthreadCounter<false>>();
+  return Full<PthreadCounter<false>>();
 }
-rl::test_result_e SemHandOff() { return RunFull<SemHand<1>>(); }
-rl::test_result_e SemMissingPost() { return RunFull<SemHand<2>>(); }
-rl::test_result_e PthreadCondPredicate() {
-  return RunFull<CondPredicate<true>>();
-}
+rl::test_result_e SemHandOff() { return Full<SemHand<1>>(); }
+rl::test_result_e SemMissingPost() { return Full<SemHand<2>>(); }
+rl::test_result_e PthreadCondPredicate() { return Full<CondPredicate<true>>(); }
 rl::test_result_e PthreadCondNotDestroyed() {
-  return RunFull<CondPredicate<false>>();
+  return Full<CondPredicate<false>>();
 }
-rl::test_result_e MallocLeak() { return RunFull<Malloc<false>>(); }
-rl::test_result_e MallocFreed() { return RunFull<Malloc<true>>(); }
+rl::test_result_e MallocLeak() { return Full<Malloc<false>>(); }
+rl::test_result_e MallocFreed() { return Full<Malloc<true>>(); }
 
-} // namespace relacy_std_programs
+}  // namespace relacy_std_programs

@@ -1,14 +1,17 @@
 // Relacy-style Win32 programs compiled against relacy/relacy_std.hpp alone
 // (which, as Relacy's relacy.hpp, brings the Win32 shims), run by
 // win32_conformance_test. Each returns the verdict of an exhaustive search.
-#include "test_support.h" // before relacy_std.hpp (standard headers first)
+#include "test_support.h"  // before relacy_std.hpp (standard headers first)
 
 #include "relacy/relacy_std.hpp"
 
 namespace win32_std_programs {
 namespace {
 
-using rl_test::RunFull;
+template <typename T>
+rl::test_result_e Full() {
+  return rl_test::RunFull<T>();
+}
 
 // Relacy's test_win_condvar shape: a stage counter under a critical
 // section, each thread waiting (CONDITION_VARIABLE) for its turn.
@@ -27,7 +30,7 @@ struct CondvarStages : rl::test_suite<CondvarStages<kRecheck>, 2> {
     VAR(stage) = 0;
   }
   void after() {
-    DeleteConditionVariable(&cv); // Relacy's own spelling
+    DeleteConditionVariable(&cv);  // Relacy's own spelling
     DeleteCriticalSection(&cs);
   }
   void thread(unsigned i) {
@@ -36,8 +39,7 @@ struct CondvarStages : rl::test_suite<CondvarStages<kRecheck>, 2> {
       VAR(stage) = 1;
       WakeAllConditionVariable(&cv);
     } else if (kRecheck) {
-      while (VAR(stage) != 1)
-        SleepConditionVariableCS(&cv, &cs, INFINITE);
+      while (VAR(stage) != 1) SleepConditionVariableCS(&cv, &cs, INFINITE);
     } else {
       SleepConditionVariableCS(&cv, &cs, INFINITE);
       RL_ASSERT(VAR(stage) == 1);
@@ -47,13 +49,11 @@ struct CondvarStages : rl::test_suite<CondvarStages<kRecheck>, 2> {
   }
 };
 
-} // namespace
+}  // namespace
 
-rl::test_result_e CondvarStagesRecheck() {
-  return RunFull<CondvarStages<true>>();
-}
+rl::test_result_e CondvarStagesRecheck() { return Full<CondvarStages<true>>(); }
 rl::test_result_e CondvarStagesNoRecheck() {
-  return RunFull<CondvarStages<false>>();
+  return Full<CondvarStages<false>>();
 }
 
-} // namespace win32_std_programs
+}  // namespace win32_std_programs
