@@ -31,33 +31,33 @@ rl::test_result_e RunFull(rl::test_params *out = nullptr) {
   rl::simulate<T>(p);
   if (out != nullptr) {
     *out = p;
-    out->output_stream = nullptr; // the stream is gone
+    out->output_stream = nullptr;  // the stream is gone
   }
   return p.test_result;
 }
 
-} // namespace rl_test
+}  // namespace rl_test
 
 #ifdef DOCTEST_VERSION_STR
 namespace rl_test {
 // RunFull, with the verdict and the execution counts in the test log.
-template <typename T> rl::test_result_e Full(rl::test_params *out = nullptr) {
+template <typename T>
+rl::test_result_e Full(rl::test_params *out = nullptr) {
   rl::test_params p;
   rl::test_result_e r = RunFull<T>(&p);
   MESSAGE(std::string(rl::test_result_str(r))
           << " after " << p.executions << " executions (+"
           << p.blocked_executions << " pruned)");
-  if (out != nullptr)
-    *out = p;
+  if (out != nullptr) *out = p;
   return r;
 }
-} // namespace rl_test
+}  // namespace rl_test
 
 // CHECKs that the suite (a type, commas allowed) gets verdict R; compared as
 // Relacy's strings so a failure prints both.
-#define VERDICT(R, ...)                                                        \
-  CHECK(std::string(rl::test_result_str(::rl_test::Full<__VA_ARGS__>())) ==    \
+#define VERDICT(R, ...)                                                     \
+  CHECK(std::string(rl::test_result_str(::rl_test::Full<__VA_ARGS__>())) == \
         std::string(rl::test_result_str(R)))
-#endif // DOCTEST_VERSION_STR
+#endif  // DOCTEST_VERSION_STR
 
-#endif // PERCPU_VERIFICATION_TEST_SUPPORT_H_
+#endif  // PERCPU_VERIFICATION_TEST_SUPPORT_H_

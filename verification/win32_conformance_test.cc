@@ -12,10 +12,10 @@
 #include "test_support.h"
 
 namespace win32_std_programs {
-rl::test_result_e CondvarStagesRecheck();   // SUCCESS
-rl::test_result_e CondvarStagesNoRecheck(); // DEADLOCK (or a spurious
-                                            // wake-up's assertion)
-} // namespace win32_std_programs
+rl::test_result_e CondvarStagesRecheck();    // SUCCESS
+rl::test_result_e CondvarStagesNoRecheck();  // DEADLOCK (or a spurious
+                                             // wake-up's assertion)
+}  // namespace win32_std_programs
 
 namespace {
 
@@ -35,15 +35,11 @@ struct CsCounter : rl::test_suite<CsCounter<kLocked>, 2> {
     RL_ASSERT(VAR(data) >= 2);
   }
   void thread(unsigned) {
-    if (kLocked)
-      EnterCriticalSection(&cs);
-    if (kLocked)
-      EnterCriticalSection(&cs); // recursive, as on Windows
+    if (kLocked) EnterCriticalSection(&cs);
+    if (kLocked) EnterCriticalSection(&cs);  // recursive, as on Windows
     VAR(data) += 1;
-    if (kLocked)
-      LeaveCriticalSection(&cs);
-    if (kLocked)
-      LeaveCriticalSection(&cs);
+    if (kLocked) LeaveCriticalSection(&cs);
+    if (kLocked) LeaveCriticalSection(&cs);
     if (TryEnterCriticalSection(&cs)) {
       VAR(data) += 1;
       LeaveCriticalSection(&cs);
@@ -82,14 +78,10 @@ struct NeverDeleted : rl::test_suite<NeverDeleted<kObject>, 1> {
   CONDITION_VARIABLE cv;
   rl::generic_event ev;
   void thread(unsigned) {
-    if (kObject == 0)
-      InitializeCriticalSection(&cs);
-    if (kObject == 1)
-      InitializeSRWLock(&srw);
-    if (kObject == 2)
-      InitializeConditionVariable(&cv);
-    if (kObject == 3)
-      ev.init(true, false, $);
+    if (kObject == 0) InitializeCriticalSection(&cs);
+    if (kObject == 1) InitializeSRWLock(&srw);
+    if (kObject == 2) InitializeConditionVariable(&cv);
+    if (kObject == 3) ev.init(true, false, $);
   }
 };
 
@@ -105,7 +97,7 @@ struct SrwSelfDeadlock : rl::test_suite<SrwSelfDeadlock, 1> {
   void before() { InitializeSRWLock(&l); }
   void thread(unsigned) {
     AcquireSRWLockExclusive(&l);
-    AcquireSRWLockExclusive(&l); // SRW locks are not recursive
+    AcquireSRWLockExclusive(&l);  // SRW locks are not recursive
     ReleaseSRWLockExclusive(&l);
     ReleaseSRWLockExclusive(&l);
   }
@@ -144,8 +136,7 @@ struct EventHandOff : rl::test_suite<EventHandOff<kManual, kSet>, 2> {
   void thread(unsigned i) {
     if (i == 0) {
       VAR(data) = 42;
-      if (kSet)
-        SetEvent(ev);
+      if (kSet) SetEvent(ev);
     } else {
       RL_ASSERT(WaitForSingleObject(ev, INFINITE) == WAIT_OBJECT_0);
       RL_ASSERT(VAR(data) == 42);
@@ -333,8 +324,7 @@ struct SemaHandOff : rl::test_suite<SemaHandOff<kReleases>, 3> {
       ReleaseSemaphore(sema, 1, 0);
     } else if (i == 1) {
       VAR(b) = 1;
-      if (kReleases == 2)
-        ReleaseSemaphore(sema, 1, 0);
+      if (kReleases == 2) ReleaseSemaphore(sema, 1, 0);
     } else {
       WaitForSingleObject(sema, INFINITE);
       WaitForSingleObject(sema, INFINITE);
@@ -353,13 +343,13 @@ struct SemaMax : rl::test_suite<SemaMax, 1> {
     HANDLE s = CreateSemaphore(0, 1, 2, 0);
     long prev = -1;
     RL_ASSERT(ReleaseSemaphore(s, 1, &prev) == 1 && prev == 1);
-    RL_ASSERT(ReleaseSemaphore(s, 1, &prev) == 0); // past the maximum
+    RL_ASSERT(ReleaseSemaphore(s, 1, &prev) == 0);  // past the maximum
     RL_ASSERT(WaitForSingleObject(s, INFINITE) == WAIT_OBJECT_0);
     RL_ASSERT(WaitForSingleObject(s, 0) == WAIT_OBJECT_0);
     RL_ASSERT(WaitForSingleObject(s, 0) == WAIT_TIMEOUT);
     RL_ASSERT(WaitForSingleObject(s, 100) == WAIT_TIMEOUT);
     CloseHandle(s);
-    RL_ASSERT(CreateSemaphore(0, 3, 2, 0) == nullptr); // bad input
+    RL_ASSERT(CreateSemaphore(0, 3, 2, 0) == nullptr);  // bad input
   }
 };
 
@@ -402,7 +392,8 @@ TEST_CASE("win32: CreateMutex / WaitForSingleObject / ReleaseMutex") {
 
 // Relacy's test_win_thread shape: CreateThread, then wait on its handle.
 // kWait == false: the creator reads while the thread may still write.
-template <bool kWait> struct WinThread : rl::test_suite<WinThread<kWait>, 1> {
+template <bool kWait>
+struct WinThread : rl::test_suite<WinThread<kWait>, 1> {
   static constexpr unsigned dynamic_thread_count = 2;
   VAR_T(int) data;
   static unsigned long RL_STDCALL WinFunc(void *p) {
@@ -420,11 +411,11 @@ template <bool kWait> struct WinThread : rl::test_suite<WinThread<kWait>, 1> {
       WaitForSingleObject(th1, INFINITE);
       RL_ASSERT(VAR(data) == 1);
     } else {
-      (void)static_cast<int>(VAR(data)); // unordered with WinFunc's write
+      (void)static_cast<int>(VAR(data));  // unordered with WinFunc's write
     }
     HANDLE th2 = (HANDLE)_beginthreadex(0, 0, &WinThread::MsvcFunc, this, 0, 0);
     WaitForSingleObject(th2, INFINITE);
-    WaitForSingleObject(th1, INFINITE); // kWait: a second wait, at once
+    WaitForSingleObject(th1, INFINITE);  // kWait: a second wait, at once
     RL_ASSERT(VAR(data) == 2);
     CloseHandle(th1);
     CloseHandle(th2);
@@ -445,12 +436,10 @@ struct WinThreadsCounter : rl::test_suite<WinThreadsCounter<kLocked>, 1> {
   rl::atomic<int> n;
   static unsigned long RL_STDCALL Inc(void *p) {
     auto *self = static_cast<WinThreadsCounter *>(p);
-    if (kLocked)
-      EnterCriticalSection(&self->cs);
+    if (kLocked) EnterCriticalSection(&self->cs);
     int v = self->n.load(rl::mo_relaxed);
     self->n.store(v + 1, rl::mo_relaxed);
-    if (kLocked)
-      LeaveCriticalSection(&self->cs);
+    if (kLocked) LeaveCriticalSection(&self->cs);
     return 0;
   }
   void thread(unsigned) {
@@ -621,29 +610,26 @@ TEST_CASE("win32: lock-order DEADLOCK, none with wait-all; wait-all unmet") {
 }
 
 // Joining created threads with one wait-all (the usual Win32 join).
-template <bool kLocked> struct WfmoJoin : rl::test_suite<WfmoJoin<kLocked>, 1> {
+template <bool kLocked>
+struct WfmoJoin : rl::test_suite<WfmoJoin<kLocked>, 1> {
   static constexpr unsigned dynamic_thread_count = 2;
   HANDLE m;
   VAR_T(int) n;
   static unsigned long RL_STDCALL Inc(void *p) {
     auto *self = static_cast<WfmoJoin *>(p);
-    if (kLocked)
-      WaitForSingleObject(self->m, INFINITE);
+    if (kLocked) WaitForSingleObject(self->m, INFINITE);
     self->VAR(n) += 1;
-    if (kLocked)
-      ReleaseMutex(self->m);
+    if (kLocked) ReleaseMutex(self->m);
     return 0;
   }
   void thread(unsigned) {
     m = CreateMutex(0, 0, 0);
     VAR(n) = 0;
     HANDLE t[2];
-    for (HANDLE &h : t)
-      h = CreateThread(0, 0, &WfmoJoin::Inc, this, 0, 0);
+    for (HANDLE &h : t) h = CreateThread(0, 0, &WfmoJoin::Inc, this, 0, 0);
     RL_ASSERT(WaitForMultipleObjects(2, t, 1, INFINITE) == WAIT_OBJECT_0);
     RL_ASSERT(VAR(n) == 2);
-    for (HANDLE &h : t)
-      CloseHandle(h);
+    for (HANDLE &h : t) CloseHandle(h);
     CloseHandle(m);
   }
 };
@@ -725,7 +711,7 @@ struct PulseAfterReady : rl::test_suite<PulseAfterReady<kManual>, 3> {
       PulseEvent(ev);
     } else {
       SignalObjectAndWait(ready, ev, INFINITE, 0);
-      RL_ASSERT(VAR(data) == 1); // the pulse synchronizes-with the wait
+      RL_ASSERT(VAR(data) == 1);  // the pulse synchronizes-with the wait
     }
   }
 };
@@ -768,7 +754,7 @@ struct OtherNames : rl::test_suite<OtherNames, 1> {
     SuspendThread(t);
     ResumeThread(t);
     RL_ASSERT(WaitForSingleObjectEx(t, INFINITE, 0) == WAIT_OBJECT_0);
-    RL_ASSERT(WaitForSingleObject(t, 0) == WAIT_OBJECT_0); // stays signaled
+    RL_ASSERT(WaitForSingleObject(t, 0) == WAIT_OBJECT_0);  // stays signaled
     CloseHandle(t);
     SetLastError(5);
     RL_ASSERT(GetLastError() == 5);
@@ -837,8 +823,7 @@ struct CliStoreBuffering : rl::test_suite<CliStoreBuffering<kBarrier>, 2> {
     rl::nvolatile<int> &mine = i == 0 ? x : y;
     rl::nvolatile<int> &other = i == 0 ? y : x;
     mine($) = 1;
-    if (kBarrier)
-      rl::Thread::MemoryBarrier($);
+    if (kBarrier) rl::Thread::MemoryBarrier($);
     r[i]($) = other($);
   }
   void after() { RL_ASSERT(r[0]($) == 1 || r[1]($) == 1); }
@@ -855,8 +840,8 @@ struct CliInterlockedValues : rl::test_suite<CliInterlockedValues, 1> {
     RL_ASSERT(rl::Interlocked::Add(v, 5L, $) == 5);
     RL_ASSERT(rl::Interlocked::Decrement(v, $) == 4);
     RL_ASSERT(rl::Interlocked::Exchange(v, 7L, $) == 4);
-    RL_ASSERT(rl::Interlocked::CompareExchange(v, 9L, 6L, $) == 7); // no
-    RL_ASSERT(rl::Interlocked::CompareExchange(v, 9L, 7L, $) == 7); // yes
+    RL_ASSERT(rl::Interlocked::CompareExchange(v, 9L, 6L, $) == 7);  // no
+    RL_ASSERT(rl::Interlocked::CompareExchange(v, 9L, 7L, $) == 7);  // yes
     rl::Thread::VolatileWrite(v, 3L, $);
     RL_ASSERT(rl::Thread::VolatileRead(v, $) == 3);
     rl::Thread::SpinWait(1, $);
@@ -867,4 +852,4 @@ TEST_CASE("cli: Interlocked return values are .NET's") {
   VERDICT(rl::test_result_success, CliInterlockedValues);
 }
 
-} // namespace
+}  // namespace

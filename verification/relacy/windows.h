@@ -15,9 +15,14 @@
 //    they satisfy is an acquire operation that reads from them, so they
 //    synchronize-with it. A failed poll (timeout 0) also acquires, as in
 //    Relacy.
-//  * The waitable objects change state under one dispatcher lock, as
-//    Win32's kernel objects do: WaitForMultipleObjects sees all its objects
-//    at one instant, and wait-all takes them all at once.
+//  * Each waitable object (event, semaphore, mutex handle, thread handle)
+//    changes state under its lock word, as a kernel object does under the
+//    dispatcher lock: taking it is an acquire CAS and dropping it a release
+//    store, so every operation on an object synchronizes-with the later
+//    operations on it. WaitForMultipleObjects holds the locks of all its
+//    objects (taken in creation order): it sees them at one instant, and
+//    wait-all takes them all at once. A blocked waiter sleeps on its
+//    doorbell word, which every state change of its objects increments.
 //  * A wait no thread can ever satisfy (an event never set, a semaphore
 //    never released, a thread that never ends) is a DEADLOCK.
 //  * Finite, non-zero timeouts are explored as "times out now": the wait
@@ -57,27 +62,27 @@ inline constexpr unsigned long rl_INFINITE = static_cast<unsigned long>(-1);
 struct win_object {
   virtual ~win_object() = default;
   void deinit(debug_info info = RL_CURRENT_INFO) {
-    if (resource_ == nullptr)
-      return;
+    if (resource_ == nullptr) return;
     detail::HeapFree(resource_, detail::kHeapResource, info);
     resource_ = nullptr;
   }
 
-protected:
+ protected:
   // Called by init(); a re-init keeps the one token.
   void TakeResource() {
     if (resource_ == nullptr)
       resource_ = detail::HeapAlloc(1, 0, detail::kHeapResource);
   }
 
-private:
+ private:
   void *resource_ = nullptr;
 };
 
 namespace detail {
 // Re-initializes a checker atomic in place (init() starts over, like the
 // real object).
-template <typename T> void ReinitAtomic(atomic<T> *a, T v, debug_info info) {
+template <typename T>
+void ReinitAtomic(atomic<T> *a, T v, debug_info info) {
   a->~atomic<T>();
   new (a) atomic<T>(v, info);
 }
@@ -91,9 +96,11 @@ inline uint64_t ThreadBit(unsigned t) { return t < 64 ? uint64_t{1} << t : 0; }
 // object's state (signaled, count, owner, finished) and the fields below
 // are plain data read and changed only while it is held. A multi-object
 // wait holds all its objects' locks (taken in creation order). Taking the
-// lock is an acquire RMW and dropping it a release RMW, so every operation
-// on an object synchronizes-with the later operations on it (the kernel's
-// object lock; Relacy's per-object sync_var orders only some of them).
+// lock is an acquire CAS and dropping it a release store, so every
+// operation on an object synchronizes-with the later operations on it (the
+// kernel's object lock; Relacy's per-object sync_var orders only some of
+// them).
+
 // A number per object in creation order, the same in every replay of an
 // execution (addresses are not: the lock order must not depend on them, or
 // a replay would take another path than the execution it replays).
@@ -110,10 +117,10 @@ struct WaitState {
   explicit WaitState(const debug_info &info)
       : word(0, info), number(NextObjectNumber()) {}
   atomic<uint64_t> word;
-  uint64_t number;       // lock order
-  uint64_t waiting = 0;  // wait-any waiters a PulseEvent may release
-  uint64_t released = 0; // waiters a PulseEvent released through it
-  uint64_t rung = 0;     // waiters whose doorbell a state change rings
+  uint64_t number;        // lock order
+  uint64_t waiting = 0;   // wait-any waiters a PulseEvent may release
+  uint64_t released = 0;  // waiters a PulseEvent released through it
+  uint64_t rung = 0;      // waiters whose doorbell a state change rings
   void Reset(const debug_info &info) {
     ReinitAtomic(&word, uint64_t{0}, info);
     number = NextObjectNumber();
@@ -147,8 +154,7 @@ inline Doorbells &Bells() {
 }
 inline atomic<uint64_t> *Doorbell(unsigned t, const debug_info &info) {
   Doorbells &d = Bells();
-  if (t >= Doorbells::kMax)
-    return nullptr;
+  if (t >= Doorbells::kMax) return nullptr;
   auto *a = reinterpret_cast<atomic<uint64_t> *>(d.buf[t]);
   if ((d.made & ThreadBit(t)) == 0) {
     new (a) atomic<uint64_t>(0, info);
@@ -168,8 +174,7 @@ inline uint64_t LockState(WaitState &s, const debug_info &info) {
       return 0;
     // Held: until the holder unlocks (pruned if that read was stale);
     // unwinding: go on without it.
-    if (!WaitBlocked(info))
-      return 0;
+    if (!WaitBlocked(info)) return 0;
   }
 }
 // changed: the object's state changed (the waiters registered on it are
@@ -182,14 +187,13 @@ inline void UnlockState(WaitState &s, uint64_t /*v*/, bool changed,
           Doorbell(static_cast<unsigned>(__builtin_ctzll(m)), info);
       // Relaxed: the ring only wakes the waiter, which then takes the
       // objects' locks (acquire) to look at them.
-      if (b != nullptr)
-        b->fetch_add(1, mo_relaxed, info);
+      if (b != nullptr) b->fetch_add(1, mo_relaxed, info);
     }
   }
   // Pairs with: the acquire CAS in LockState (the next operation).
   s.word.store(0, mo_release, info);
 }
-} // namespace detail
+}  // namespace detail
 
 // An object a thread can wait for (WaitForSingleObject,
 // WaitForMultipleObjects, SignalObjectAndWait): an event, a semaphore, a
@@ -218,19 +222,19 @@ struct win_waitable_object : win_object {
   detail::WaitState &State() { return *state_; }
   const detail::WaitState &State() const { return *state_; }
 
-protected:
+ protected:
   // A thread handle keeps its state outside the handle.
   void UseState(detail::WaitState *s) { state_ = s; }
   detail::WaitState own_;
 
-private:
+ private:
   detail::WaitState *state_;
 };
 
 namespace detail {
 // The operations of one object under its lock.
 class Locked {
-public:
+ public:
   Locked(win_waitable_object &o, const debug_info &info)
       : s_(o.State()), info_(info), v_(LockState(s_, info)) {}
   ~Locked() { UnlockState(s_, v_, changed, info_); }
@@ -238,20 +242,20 @@ public:
   Locked &operator=(const Locked &) = delete;
   bool changed = false;
 
-private:
+ private:
   WaitState &s_;
   debug_info info_;
   uint64_t v_;
 };
-} // namespace detail
+}  // namespace detail
 
 // Event (CreateEvent). PulseEvent releases the threads waiting at that
 // instant (manual reset: all; auto reset: one, every choice explored) and
 // leaves the event reset; with no waiter it does nothing: a waiter that
 // was not waiting yet misses it (the classic lost wake-up).
 class generic_event : public win_waitable_object {
-public:
-  generic_event(debug_info info = RL_CURRENT_INFO) // NOLINT
+ public:
+  generic_event(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : win_waitable_object(info) {}
   void init(bool manual_reset, bool initial_state,
             debug_info info = RL_CURRENT_INFO) {
@@ -279,8 +283,7 @@ public:
       // One waiter; which one is not specified: explore each.
       unsigned k =
           rand(static_cast<unsigned>(__builtin_popcountll(candidates)), info);
-      while (k-- > 0)
-        chosen &= chosen - 1;
+      while (k-- > 0) chosen &= chosen - 1;
       chosen &= ~(chosen - 1);
     }
     s.released |= chosen;
@@ -300,24 +303,24 @@ public:
   bool Take(unsigned me) override {
     detail::WaitState &s = State();
     if ((s.released & detail::ThreadBit(me)) != 0) {
-      s.released &= ~detail::ThreadBit(me); // the pulse's wake-up
+      s.released &= ~detail::ThreadBit(me);  // the pulse's wake-up
       return false;
     }
-    if (manual_reset_)
-      return false;
+    if (manual_reset_) return false;
     signaled_ = false;
     return true;
   }
 
-private:
+ private:
   bool manual_reset_ = false;
   bool signaled_ = false;
 };
 
 // Counting semaphore (CreateSemaphore).
-template <typename Tag = void> class semaphore : public win_waitable_object {
-public:
-  semaphore(debug_info info = RL_CURRENT_INFO) // NOLINT
+template <typename Tag = void>
+class semaphore : public win_waitable_object {
+ public:
+  semaphore(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : win_waitable_object(info) {}
   void init(bool /*spurious_wakeups*/, unsigned initial_count,
             unsigned max_count, debug_info info = RL_CURRENT_INFO) {
@@ -342,8 +345,7 @@ public:
     return static_cast<int>(count_);
   }
   bool SignalLocked(const debug_info &) override {
-    if (count_ + 1 > max_)
-      return false;
+    if (count_ + 1 > max_) return false;
     count_ += 1;
     return true;
   }
@@ -353,7 +355,7 @@ public:
     return true;
   }
 
-private:
+ private:
   unsigned count_ = 0;
   unsigned max_ = ~0u;
 };
@@ -364,9 +366,10 @@ private:
 // W/O OWNERSHIP as for those). Shared locking of an SRWLOCK is modelled as
 // exclusive (as rl::mutex::lock_shared is). Not waitable (neither is a
 // critical section in Win32); a CreateMutex handle is win_mutex, below.
-template <typename Tag = void> class generic_mutex : public win_object {
-public:
-  generic_mutex(debug_info info = RL_CURRENT_INFO) // NOLINT
+template <typename Tag = void>
+class generic_mutex : public win_object {
+ public:
+  generic_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : m_(info), rm_(info) {}
   void init(bool /*is_rw*/, bool is_exclusive_recursive,
             bool /*is_shared_recursive*/, bool /*failing_try_lock*/,
@@ -401,10 +404,10 @@ public:
   void lock(debug_info info = RL_CURRENT_INFO) { lock_exclusive(info); }
   void unlock(debug_info info = RL_CURRENT_INFO) { unlock_exclusive(info); }
 
-private:
+ private:
   mutex m_;
   recursive_mutex rm_;
-  bool recursive_ = true; // CRITICAL_SECTION's default
+  bool recursive_ = true;  // CRITICAL_SECTION's default
 };
 
 // A mutex handle (CreateMutex): recursive, owned by the thread whose wait
@@ -412,8 +415,8 @@ private:
 // (as Relacy reports it). A thread that ends owning it does not abandon it
 // (no WAIT_ABANDONED): its waiters wait on (DEADLOCK).
 class win_mutex : public win_waitable_object {
-public:
-  win_mutex(debug_info info = RL_CURRENT_INFO) // NOLINT
+ public:
+  win_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : win_waitable_object(info) {}
   void init(debug_info info = RL_CURRENT_INFO) {
     own_.Reset(info);
@@ -432,10 +435,8 @@ public:
                    "ReleaseMutex of a mutex the thread does not own", info);
   }
   bool SignalLocked(const debug_info &) override {
-    if (count_ == 0 || owner_ != static_cast<int>(thread_index()))
-      return false;
-    if (--count_ == 0)
-      owner_ = -1;
+    if (count_ == 0 || owner_ != static_cast<int>(thread_index())) return false;
+    if (--count_ == 0) owner_ = -1;
     return true;
   }
   bool Ready(unsigned me) const override {
@@ -447,7 +448,7 @@ public:
     return true;
   }
 
-private:
+ private:
   int owner_ = -1;
   unsigned count_ = 0;
 };
@@ -468,8 +469,7 @@ inline ThreadEnds &Ends() {
   if (e.gen != Generation()) {
     e.gen = Generation();
     e.count = 0;
-    for (bool &f : e.finished)
-      f = false;
+    for (bool &f : e.finished) f = false;
   }
   return e;
 }
@@ -478,30 +478,29 @@ inline ThreadEnds &Ends() {
 // it); -1 if there are too many.
 inline int NewEndState(const debug_info &info) {
   ThreadEnds &e = Ends();
-  if (e.count >= ThreadEnds::kMax)
-    return -1;
+  if (e.count >= ThreadEnds::kMax) return -1;
   new (e.buf[e.count]) WaitState(info);
   return static_cast<int>(e.count++);
 }
 inline WaitState *EndState(int k) {
   return reinterpret_cast<WaitState *>(Ends().buf[k]);
 }
-} // namespace detail
+}  // namespace detail
 
 // A thread created by CreateThread / _beginthreadex (a dynamic checker
 // thread; the suite declares dynamic_thread_count). Its handle is
 // signaled once the thread function returned: a wait for it
 // synchronizes-with everything the thread did.
 class win_thread : public win_waitable_object {
-public:
+ public:
   template <typename R>
   win_thread(R (*fn)(void *), void *param, debug_info info)
-      : win_waitable_object(info), fn_(reinterpret_cast<void (*)()>(fn)),
+      : win_waitable_object(info),
+        fn_(reinterpret_cast<void (*)()>(fn)),
         param_(param) {
     call_ = &Call<R>;
     end_ = detail::NewEndState(info);
-    if (end_ < 0)
-      return; // more than ThreadEnds::kMax threads: not started
+    if (end_ < 0) return;  // more than ThreadEnds::kMax threads: not started
     UseState(detail::EndState(end_));
     handle_ = detail::CreateThread(&Start, this, info);
   }
@@ -512,8 +511,9 @@ public:
   }
   bool Take(unsigned) override { return false; }
 
-private:
-  template <typename R> static void Call(void (*fn)(), void *param) {
+ private:
+  template <typename R>
+  static void Call(void (*fn)(), void *param) {
     reinterpret_cast<R (*)(void *)>(fn)(param);
   }
   static void *Start(void *p) {
@@ -535,13 +535,13 @@ private:
   void *param_;
   void (*call_)(void (*)(), void *) = nullptr;
   int handle_ = -1;
-  int end_ = -1; // its ThreadEnds entry
+  int end_ = -1;  // its ThreadEnds entry
 };
 
 namespace detail {
 inline constexpr long kWaitTimedOut = -1;
 inline constexpr long kWaitFailed = -2;
-inline constexpr unsigned long kMaxWaitObjects = 64; // MAXIMUM_WAIT_OBJECTS
+inline constexpr unsigned long kMaxWaitObjects = 64;  // MAXIMUM_WAIT_OBJECTS
 
 // With the locks held: the object a wait takes now (wait-any: the one a
 // pulse released it through, else the lowest-indexed ready one; wait-all:
@@ -550,16 +550,14 @@ inline long Choose(unsigned long n, win_waitable_object *const *h,
                    bool wait_all, unsigned me) {
   if (wait_all) {
     for (unsigned long i = 0; i < n; ++i)
-      if (!h[i]->Ready(me))
-        return -1;
+      if (!h[i]->Ready(me)) return -1;
     return 0;
   }
   for (unsigned long i = 0; i < n; ++i)
     if ((h[i]->State().released & ThreadBit(me)) != 0)
       return static_cast<long>(i);
   for (unsigned long i = 0; i < n; ++i)
-    if (h[i]->Ready(me))
-      return static_cast<long>(i);
+    if (h[i]->Ready(me)) return static_cast<long>(i);
   return -1;
 }
 
@@ -578,19 +576,16 @@ struct LockSet {
 inline void Prepare(LockSet &l, unsigned long n, win_waitable_object *const *h,
                     win_waitable_object *extra) {
   l.n = 0;
-  for (unsigned long i = 0; i < n; ++i)
-    l.e[l.n++] = {h[i], 0, false};
-  if (extra != nullptr)
-    l.e[l.n++] = {extra, 0, false};
+  for (unsigned long i = 0; i < n; ++i) l.e[l.n++] = {h[i], 0, false};
+  if (extra != nullptr) l.e[l.n++] = {extra, 0, false};
   // Insertion sort (no allocation; at most 65 entries).
   for (unsigned i = 1; i < l.n; ++i)
     for (unsigned j = i;
          j > 0 && l.e[j].o->State().number < l.e[j - 1].o->State().number; --j)
       std::swap(l.e[j], l.e[j - 1]);
-  unsigned m = 0; // drop the signaled object if it is also waited for
+  unsigned m = 0;  // drop the signaled object if it is also waited for
   for (unsigned i = 0; i < l.n; ++i)
-    if (m == 0 || l.e[m - 1].o != l.e[i].o)
-      l.e[m++] = l.e[i];
+    if (m == 0 || l.e[m - 1].o != l.e[i].o) l.e[m++] = l.e[i];
   l.n = m;
 }
 inline void LockAll(LockSet &l, const debug_info &info) {
@@ -605,8 +600,7 @@ inline void UnlockAll(LockSet &l, const debug_info &info) {
 }
 inline void MarkChanged(LockSet &l, const win_waitable_object *x) {
   for (LockSet::Entry *p = l.e; p != l.e + l.n; ++p)
-    if (p->o == x)
-      p->changed = true;
+    if (p->o == x) p->changed = true;
 }
 
 // With the locks held: take what Choose picked (r >= 0) and stop
@@ -637,14 +631,11 @@ inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
                         bool wait_all, unsigned long timeout,
                         const debug_info &info,
                         win_waitable_object *to_signal = nullptr) {
-  if (n == 0 || n > kMaxWaitObjects)
-    return kWaitFailed;
+  if (n == 0 || n > kMaxWaitObjects) return kWaitFailed;
   for (unsigned long i = 0; i < n; ++i) {
-    if (h[i] == nullptr)
-      return kWaitFailed;
+    if (h[i] == nullptr) return kWaitFailed;
     for (unsigned long j = 0; j < i; ++j)
-      if (h[j] == h[i])
-        return kWaitFailed; // ERROR_INVALID_PARAMETER
+      if (h[j] == h[i]) return kWaitFailed;  // ERROR_INVALID_PARAMETER
   }
   const unsigned me = thread_index();
   // A finite timeout is explored as "times out now" (see the top).
@@ -657,8 +648,7 @@ inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
     LockAll(l, info);
     if (to_signal != nullptr) {
       const bool ok = to_signal->SignalLocked(info);
-      if (ok)
-        MarkChanged(l, to_signal);
+      if (ok) MarkChanged(l, to_signal);
       to_signal = nullptr;
       if (!ok) {
         UnlockAll(l, info);
@@ -667,21 +657,18 @@ inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
     }
     long r = Choose(n, h, wait_all, me);
     if (r >= 0 || try_wait) {
-      if (r >= 0)
-        TakeChosen(l, n, h, wait_all, r, me);
+      if (r >= 0) TakeChosen(l, n, h, wait_all, r, me);
       UnlockAll(l, info);
       return r >= 0 ? r : kWaitTimedOut;
     }
-    if (bell == nullptr)
-      bell = Doorbell(me, info);
-    if (bell == nullptr) { // no doorbell for this thread slot
+    if (bell == nullptr) bell = Doorbell(me, info);
+    if (bell == nullptr) {  // no doorbell for this thread slot
       UnlockAll(l, info);
       return kWaitFailed;
     }
     for (unsigned long i = 0; i < n; ++i) {
       // A PulseEvent never satisfies a wait-all here (see docs).
-      if (!wait_all)
-        h[i]->State().waiting |= ThreadBit(me);
+      if (!wait_all) h[i]->State().waiting |= ThreadBit(me);
       h[i]->State().rung |= ThreadBit(me);
     }
     // Relaxed: read with the locks held, which every ringer takes.
@@ -692,12 +679,11 @@ inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
     // newest is pruned when the thread blocks.
     while (bell->load(mo_relaxed, info) == rung) {
       // Until a ring (or DEADLOCK); unwinding: give up.
-      if (!WaitBlocked(info))
-        return kWaitFailed;
+      if (!WaitBlocked(info)) return kWaitFailed;
     }
   }
 }
-} // namespace detail
+}  // namespace detail
 
 inline bool win_waitable_object::wait(bool try_wait, debug_info info) {
   win_waitable_object *self = this;
@@ -728,14 +714,12 @@ inline win_waitable_object *Waitable(rl_HANDLE h) {
   return h == nullptr ? nullptr : dynamic_cast<win_waitable_object *>(h);
 }
 inline unsigned long WaitResult(long r) {
-  if (r >= 0)
-    return rl_WAIT_OBJECT_0 + static_cast<unsigned long>(r);
-  if (r == kWaitTimedOut)
-    return rl_WAIT_TIMEOUT;
+  if (r >= 0) return rl_WAIT_OBJECT_0 + static_cast<unsigned long>(r);
+  if (r == kWaitTimedOut) return rl_WAIT_TIMEOUT;
   LastError().set(rl_ERROR_INVALID_PARAMETER);
   return rl_WAIT_FAILED;
 }
-} // namespace detail
+}  // namespace detail
 
 inline unsigned long rl_GetLastError() { return detail::LastError().get(); }
 inline void rl_SetLastError(unsigned long e) { detail::LastError().set(e); }
@@ -755,8 +739,7 @@ inline unsigned long rl_WaitForSingleObjectEx(rl_HANDLE h,
                                               int /*alertable*/,
                                               debug_info info) {
   win_waitable_object *w = detail::Waitable(h);
-  if (w == nullptr)
-    return detail::WaitResult(detail::kWaitFailed);
+  if (w == nullptr) return detail::WaitResult(detail::kWaitFailed);
   return detail::WaitResult(detail::WaitObjects(1, &w, false, timeout, info));
 }
 inline unsigned long rl_WaitForSingleObject(rl_HANDLE h, unsigned long timeout,
@@ -768,17 +751,15 @@ inline unsigned long rl_WaitForSingleObject(rl_HANDLE h, unsigned long timeout,
 // of a signaled object (taking that one). Bad arguments (no handle, more
 // than MAXIMUM_WAIT_OBJECTS, a null, a non-waitable or a repeated handle)
 // are WAIT_FAILED with GetLastError() ERROR_INVALID_PARAMETER.
-inline unsigned long
-rl_WaitForMultipleObjectsEx(unsigned long count, const rl_HANDLE *handles,
-                            int wait_all, unsigned long timeout,
-                            int /*alertable*/, debug_info info) {
+inline unsigned long rl_WaitForMultipleObjectsEx(
+    unsigned long count, const rl_HANDLE *handles, int wait_all,
+    unsigned long timeout, int /*alertable*/, debug_info info) {
   if (handles == nullptr || count == 0 || count > detail::kMaxWaitObjects)
     return detail::WaitResult(detail::kWaitFailed);
   win_waitable_object *w[detail::kMaxWaitObjects];
   for (unsigned long i = 0; i < count; ++i) {
     w[i] = detail::Waitable(handles[i]);
-    if (w[i] == nullptr)
-      return detail::WaitResult(detail::kWaitFailed);
+    if (w[i] == nullptr) return detail::WaitResult(detail::kWaitFailed);
   }
   return detail::WaitResult(
       detail::WaitObjects(count, w, wait_all != 0, timeout, info));
@@ -814,7 +795,7 @@ struct HandleTable {
   static constexpr int kMax = 256;
   win_object *open[kMax];
   int n = 0;
-  bool overflow = false; // some handle is not in the table: trust all
+  bool overflow = false;  // some handle is not in the table: trust all
   uint64_t gen = 0;
 };
 inline HandleTable &Handles() {
@@ -826,7 +807,8 @@ inline HandleTable &Handles() {
   }
   return t;
 }
-template <typename T> T *Opened(T *h) {
+template <typename T>
+T *Opened(T *h) {
   HandleTable &t = Handles();
   if (t.n < HandleTable::kMax)
     t.open[t.n++] = h;
@@ -845,17 +827,16 @@ inline bool Closing(win_object *h) {
   }
   return t.overflow || Generation() == 0;
 }
-} // namespace detail
+}  // namespace detail
 
 inline int rl_CloseHandle(rl_HANDLE h, debug_info info) {
-  if (h == nullptr)
-    return 0;
+  if (h == nullptr) return 0;
   if (!detail::Closing(h)) {
-    detail::HeapFree(h, 1, info); // reports the double (or foreign) free
+    detail::HeapFree(h, 1, info);  // reports the double (or foreign) free
     return 0;
   }
   h->deinit(info);
-  delete h; // tracked: an unclosed handle is a MEMORY LEAK
+  delete h;  // tracked: an unclosed handle is a MEMORY LEAK
   return 1;
 }
 
@@ -869,31 +850,28 @@ inline rl_HANDLE rl_CreateEvent(void * /*security*/, int manual_reset,
 namespace detail {
 // The object behind a handle of the expected kind, or null (then the call
 // fails with ERROR_INVALID_HANDLE, as Win32's does).
-template <typename T> T *HandleAs(rl_HANDLE h) {
+template <typename T>
+T *HandleAs(rl_HANDLE h) {
   T *t = h == nullptr ? nullptr : dynamic_cast<T *>(h);
-  if (t == nullptr)
-    LastError().set(rl_ERROR_INVALID_HANDLE);
+  if (t == nullptr) LastError().set(rl_ERROR_INVALID_HANDLE);
   return t;
 }
-} // namespace detail
+}  // namespace detail
 inline int rl_SetEvent(rl_HANDLE ev, debug_info info) {
   generic_event *e = detail::HandleAs<generic_event>(ev);
-  if (e == nullptr)
-    return 0;
+  if (e == nullptr) return 0;
   e->set(info);
   return 1;
 }
 inline int rl_ResetEvent(rl_HANDLE ev, debug_info info) {
   generic_event *e = detail::HandleAs<generic_event>(ev);
-  if (e == nullptr)
-    return 0;
+  if (e == nullptr) return 0;
   e->reset(info);
   return 1;
 }
 inline int rl_PulseEvent(rl_HANDLE ev, debug_info info) {
   generic_event *e = detail::HandleAs<generic_event>(ev);
-  if (e == nullptr)
-    return 0;
+  if (e == nullptr) return 0;
   e->pulse(info);
   return 1;
 }
@@ -903,7 +881,7 @@ inline rl_HANDLE rl_CreateSemaphore(void * /*security*/, long initial_count,
                                     long max_count, const void * /*name*/,
                                     debug_info info) {
   if (initial_count < 0 || max_count <= 0 || initial_count > max_count)
-    return nullptr; // ERROR_INVALID_PARAMETER
+    return nullptr;  // ERROR_INVALID_PARAMETER
   auto *s = detail::Opened(new semaphore<sem_tag_win>(info));
   s->init(false, static_cast<unsigned>(initial_count),
           static_cast<unsigned>(max_count), info);
@@ -912,18 +890,15 @@ inline rl_HANDLE rl_CreateSemaphore(void * /*security*/, long initial_count,
 inline int rl_ReleaseSemaphore(rl_HANDLE sema, long count, long *prev_count,
                                debug_info info) {
   auto *s = detail::HandleAs<semaphore<sem_tag_win>>(sema);
-  if (s == nullptr)
-    return 0;
+  if (s == nullptr) return 0;
   if (count <= 0) {
     detail::LastError().set(rl_ERROR_INVALID_PARAMETER);
     return 0;
   }
   unsigned prev = 0;
   bool ok = s->post(static_cast<unsigned>(count), prev, info);
-  if (prev_count != nullptr)
-    *prev_count = static_cast<long>(prev);
-  if (!ok)
-    detail::LastError().set(rl_ERROR_TOO_MANY_POSTS);
+  if (prev_count != nullptr) *prev_count = static_cast<long>(prev);
+  if (!ok) detail::LastError().set(rl_ERROR_TOO_MANY_POSTS);
   return ok ? 1 : 0;
 }
 
@@ -985,8 +960,7 @@ inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE *cv,
 }
 inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE *cv,
                                        debug_info info) {
-  if (cv->resource == nullptr)
-    return;
+  if (cv->resource == nullptr) return;
   detail::HeapFree(cv->resource, detail::kHeapResource, info);
   cv->resource = nullptr;
 }
@@ -1010,14 +984,12 @@ inline rl_HANDLE rl_CreateMutex(void * /*security*/, int initial_owner,
                                 const void * /*name*/, debug_info info) {
   auto *m = detail::Opened(new rl_win_mutex(info));
   m->init(info);
-  if (initial_owner != 0)
-    m->wait(false, info);
+  if (initial_owner != 0) m->wait(false, info);
   return m;
 }
 inline int rl_ReleaseMutex(rl_HANDLE m, debug_info info) {
   rl_win_mutex *mx = detail::HandleAs<rl_win_mutex>(m);
-  if (mx == nullptr)
-    return 0;
+  if (mx == nullptr) return 0;
   mx->unlock(info);
   return 1;
 }
@@ -1032,8 +1004,7 @@ inline rl_HANDLE rl_CreateThread(void * /*security*/, size_t /*stack_size*/,
     delete t;
     return nullptr;
   }
-  if (thread_id != nullptr)
-    *thread_id = 0;
+  if (thread_id != nullptr) *thread_id = 0;
   return detail::Opened(t);
 }
 inline uintptr_t rl_beginthreadex(void * /*security*/, unsigned /*stack*/,
@@ -1045,8 +1016,7 @@ inline uintptr_t rl_beginthreadex(void * /*security*/, unsigned /*stack*/,
     delete t;
     return 0;
   }
-  if (thread_id != nullptr)
-    *thread_id = 0;
+  if (thread_id != nullptr) *thread_id = 0;
   return reinterpret_cast<uintptr_t>(
       detail::Opened(static_cast<win_object *>(t)));
 }
@@ -1060,7 +1030,7 @@ inline unsigned long rl_SetThreadAffinityMask(rl_HANDLE, unsigned long mask,
 inline unsigned long rl_SuspendThread(rl_HANDLE, debug_info) { return 0; }
 inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 
-} // namespace rl
+}  // namespace rl
 
 #ifndef RL_STDCALL
 #define RL_STDCALL
@@ -1075,7 +1045,7 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define WAIT_TIMEOUT ::rl::rl_WAIT_TIMEOUT
 #define WAIT_IO_COMPLETION ::rl::rl_WAIT_IO_COMPLETION
 #define MAXIMUM_WAIT_OBJECTS ::rl::rl_MAXIMUM_WAIT_OBJECTS
-#define CONDITION_VARIABLE_LOCKMODE_SHARED                                     \
+#define CONDITION_VARIABLE_LOCKMODE_SHARED \
   ::rl::rl_CONDITION_VARIABLE_LOCKMODE_SHARED
 #define ERROR_INVALID_PARAMETER ::rl::rl_ERROR_INVALID_PARAMETER
 #define ERROR_INVALID_HANDLE ::rl::rl_ERROR_INVALID_HANDLE
@@ -1088,46 +1058,46 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define SwitchToThread() ::rl::rl_SwitchToThread(RL_INFO)
 #define Sleep(ms) ::rl::rl_Sleep((ms), RL_INFO)
 #define CloseHandle(h) ::rl::rl_CloseHandle((h), RL_INFO)
-#define WaitForSingleObject(h, timeout)                                        \
+#define WaitForSingleObject(h, timeout) \
   ::rl::rl_WaitForSingleObject((h), (timeout), RL_INFO)
-#define WaitForSingleObjectEx(h, timeout, alertable)                           \
+#define WaitForSingleObjectEx(h, timeout, alertable) \
   ::rl::rl_WaitForSingleObjectEx((h), (timeout), (alertable), RL_INFO)
-#define WaitForMultipleObjects(count, handles, wait_all, timeout)              \
-  ::rl::rl_WaitForMultipleObjects((count), (handles), (wait_all), (timeout),   \
+#define WaitForMultipleObjects(count, handles, wait_all, timeout)            \
+  ::rl::rl_WaitForMultipleObjects((count), (handles), (wait_all), (timeout), \
                                   RL_INFO)
 #define WaitForMultipleObjectsEx(count, handles, wait_all, timeout, alertable) \
   ::rl::rl_WaitForMultipleObjectsEx((count), (handles), (wait_all), (timeout), \
                                     (alertable), RL_INFO)
-#define SignalObjectAndWait(s, w, timeout, alertable)                          \
+#define SignalObjectAndWait(s, w, timeout, alertable) \
   ::rl::rl_SignalObjectAndWait((s), (w), (timeout), (alertable), RL_INFO)
-#define CreateEvent(sec, manual, initial, name)                                \
+#define CreateEvent(sec, manual, initial, name) \
   ::rl::rl_CreateEvent((sec), (manual), (initial), (name), RL_INFO)
 #define CreateEventA CreateEvent
 #define CreateEventW CreateEvent
 #define SetEvent(ev) ::rl::rl_SetEvent((ev), RL_INFO)
 #define ResetEvent(ev) ::rl::rl_ResetEvent((ev), RL_INFO)
 #define PulseEvent(ev) ::rl::rl_PulseEvent((ev), RL_INFO)
-#define CreateSemaphore(sec, initial, max, name)                               \
+#define CreateSemaphore(sec, initial, max, name) \
   ::rl::rl_CreateSemaphore((sec), (initial), (max), (name), RL_INFO)
 #define CreateSemaphoreA CreateSemaphore
 #define CreateSemaphoreW CreateSemaphore
-#define ReleaseSemaphore(s, count, prev)                                       \
+#define ReleaseSemaphore(s, count, prev) \
   ::rl::rl_ReleaseSemaphore((s), (count), (prev), RL_INFO)
-#define CreateMutex(sec, owner, name)                                          \
+#define CreateMutex(sec, owner, name) \
   ::rl::rl_CreateMutex((sec), (owner), (name), RL_INFO)
 #define CreateMutexA CreateMutex
 #define CreateMutexW CreateMutex
 #define ReleaseMutex(m) ::rl::rl_ReleaseMutex((m), RL_INFO)
-#define InitializeCriticalSection(cs)                                          \
+#define InitializeCriticalSection(cs) \
   ::rl::rl_InitializeCriticalSection((cs), RL_INFO)
-#define InitializeCriticalSectionAndSpinCount(cs, spin)                        \
+#define InitializeCriticalSectionAndSpinCount(cs, spin) \
   ::rl::rl_InitializeCriticalSectionAndSpinCount((cs), (spin), RL_INFO)
 #define DeleteCriticalSection(cs) ::rl::rl_DeleteCriticalSection((cs), RL_INFO)
 #define EnterCriticalSection(cs) ::rl::rl_EnterCriticalSection((cs), RL_INFO)
-#define TryEnterCriticalSection(cs)                                            \
+#define TryEnterCriticalSection(cs) \
   ::rl::rl_TryEnterCriticalSection((cs), RL_INFO)
 #define LeaveCriticalSection(cs) ::rl::rl_LeaveCriticalSection((cs), RL_INFO)
-#define InitializeCriticalSectionEx(cs, spin, flags)                           \
+#define InitializeCriticalSectionEx(cs, spin, flags) \
   ::rl::rl_InitializeCriticalSectionEx((cs), (spin), (flags), RL_INFO)
 #define InitializeSRWLock(l) ::rl::rl_InitializeSRWLock((l), RL_INFO)
 #define AcquireSRWLockExclusive(l) (l)->lock_exclusive(RL_INFO)
@@ -1135,27 +1105,27 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define ReleaseSRWLockExclusive(l) (l)->unlock_exclusive(RL_INFO)
 #define ReleaseSRWLockShared(l) (l)->unlock_shared(RL_INFO)
 #define CONDITION_VARIABLE ::rl::rl_CONDITION_VARIABLE
-#define InitializeConditionVariable(cv)                                        \
+#define InitializeConditionVariable(cv) \
   ::rl::rl_InitializeConditionVariable((cv), RL_INFO)
-#define SleepConditionVariableCS(cv, cs, ms)                                   \
+#define SleepConditionVariableCS(cv, cs, ms) \
   ::rl::rl_SleepConditionVariable((cv), (cs), RL_INFO)
-#define SleepConditionVariableSRW(cv, l, ms, flags)                            \
+#define SleepConditionVariableSRW(cv, l, ms, flags) \
   ::rl::rl_SleepConditionVariable((cv), (l), RL_INFO)
 #define WakeConditionVariable(cv) ::rl::rl_WakeConditionVariable((cv), RL_INFO)
-#define WakeAllConditionVariable(cv)                                           \
+#define WakeAllConditionVariable(cv) \
   ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
 // Relacy's own (no such Win32 functions); they release the resource.
-#define DeleteConditionVariable(cv)                                            \
+#define DeleteConditionVariable(cv) \
   ::rl::rl_DeleteConditionVariable((cv), RL_INFO)
 #define DeleteSRWLock(l) (l)->deinit(RL_INFO)
-#define CreateThread(sec, stack, fn, param, flags, id)                         \
+#define CreateThread(sec, stack, fn, param, flags, id) \
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
-#define _beginthreadex(sec, stack, fn, param, flags, id)                       \
+#define _beginthreadex(sec, stack, fn, param, flags, id) \
   ::rl::rl_beginthreadex((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 
-#define SetThreadAffinityMask(th, mask)                                        \
+#define SetThreadAffinityMask(th, mask) \
   ::rl::rl_SetThreadAffinityMask((th), (mask), RL_INFO)
 #define SuspendThread(th) ::rl::rl_SuspendThread((th), RL_INFO)
 #define ResumeThread(th) ::rl::rl_ResumeThread((th), RL_INFO)
 
-#endif // PERCPU_VERIFICATION_RELACY_WINDOWS_H_
+#endif  // PERCPU_VERIFICATION_RELACY_WINDOWS_H_
