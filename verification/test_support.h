@@ -22,7 +22,7 @@ namespace rl_test {
 // of a failing execution is kept out of the log; *out, if given, receives
 // the parameters after the run (executions, stop_iteration, final_state).
 template <typename T>
-rl::test_result_e RunFull(rl::test_params *out = nullptr) {
+rl::test_result_e RunFull(rl::test_params* out = nullptr) {
   rl::test_params p;
   p.search_type = rl::sched_full;
   p.print_summary = false;
@@ -42,7 +42,7 @@ rl::test_result_e RunFull(rl::test_params *out = nullptr) {
 namespace rl_test {
 // RunFull, with the verdict and the execution counts in the test log.
 template <typename T>
-rl::test_result_e Full(rl::test_params *out = nullptr) {
+rl::test_result_e Full(rl::test_params* out = nullptr) {
   rl::test_params p;
   rl::test_result_e r = RunFull<T>(&p);
   MESSAGE(std::string(rl::test_result_str(r))

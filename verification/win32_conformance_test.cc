@@ -396,12 +396,12 @@ template <bool kWait>
 struct WinThread : rl::test_suite<WinThread<kWait>, 1> {
   static constexpr unsigned dynamic_thread_count = 2;
   VAR_T(int) data;
-  static unsigned long RL_STDCALL WinFunc(void *p) {
-    static_cast<WinThread *>(p)->VAR(data) += 1;
+  static unsigned long RL_STDCALL WinFunc(void* p) {
+    static_cast<WinThread*>(p)->VAR(data) += 1;
     return 0;
   }
-  static unsigned RL_STDCALL MsvcFunc(void *p) {
-    static_cast<WinThread *>(p)->VAR(data) += 1;
+  static unsigned RL_STDCALL MsvcFunc(void* p) {
+    static_cast<WinThread*>(p)->VAR(data) += 1;
     return 0;
   }
   void thread(unsigned) {
@@ -434,8 +434,8 @@ struct WinThreadsCounter : rl::test_suite<WinThreadsCounter<kLocked>, 1> {
   static constexpr unsigned dynamic_thread_count = 2;
   CRITICAL_SECTION cs;
   rl::atomic<int> n;
-  static unsigned long RL_STDCALL Inc(void *p) {
-    auto *self = static_cast<WinThreadsCounter *>(p);
+  static unsigned long RL_STDCALL Inc(void* p) {
+    auto* self = static_cast<WinThreadsCounter*>(p);
     if (kLocked) EnterCriticalSection(&self->cs);
     int v = self->n.load(rl::mo_relaxed);
     self->n.store(v + 1, rl::mo_relaxed);
@@ -445,9 +445,9 @@ struct WinThreadsCounter : rl::test_suite<WinThreadsCounter<kLocked>, 1> {
   void thread(unsigned) {
     InitializeCriticalSection(&cs);
     HANDLE t[2];
-    for (HANDLE &h : t)
+    for (HANDLE& h : t)
       h = CreateThread(0, 0, &WinThreadsCounter::Inc, this, 0, 0);
-    for (HANDLE &h : t) {
+    for (HANDLE& h : t) {
       WaitForSingleObject(h, INFINITE);
       CloseHandle(h);
     }
@@ -615,8 +615,8 @@ struct WfmoJoin : rl::test_suite<WfmoJoin<kLocked>, 1> {
   static constexpr unsigned dynamic_thread_count = 2;
   HANDLE m;
   VAR_T(int) n;
-  static unsigned long RL_STDCALL Inc(void *p) {
-    auto *self = static_cast<WfmoJoin *>(p);
+  static unsigned long RL_STDCALL Inc(void* p) {
+    auto* self = static_cast<WfmoJoin*>(p);
     if (kLocked) WaitForSingleObject(self->m, INFINITE);
     self->VAR(n) += 1;
     if (kLocked) ReleaseMutex(self->m);
@@ -626,10 +626,10 @@ struct WfmoJoin : rl::test_suite<WfmoJoin<kLocked>, 1> {
     m = CreateMutex(0, 0, 0);
     VAR(n) = 0;
     HANDLE t[2];
-    for (HANDLE &h : t) h = CreateThread(0, 0, &WfmoJoin::Inc, this, 0, 0);
+    for (HANDLE& h : t) h = CreateThread(0, 0, &WfmoJoin::Inc, this, 0, 0);
     RL_ASSERT(WaitForMultipleObjects(2, t, 1, INFINITE) == WAIT_OBJECT_0);
     RL_ASSERT(VAR(n) == 2);
-    for (HANDLE &h : t) CloseHandle(h);
+    for (HANDLE& h : t) CloseHandle(h);
     CloseHandle(m);
   }
 };
@@ -666,6 +666,75 @@ struct WfmoArgs : rl::test_suite<WfmoArgs, 1> {
 
 TEST_CASE("win32: WaitForMultipleObjects polls and bad arguments") {
   VERDICT(rl::test_result_success, WfmoArgs);
+}
+
+// ------------------------------------------------------------ timeouts
+
+// A finite timeout is satisfied later or times out, both explored, as in
+// Relacy: the setter sets the event only after the waiter started waiting
+// (SignalObjectAndWait announces it atomically), so WAIT_OBJECT_0 means
+// "signaled during the wait". kExpect: the only result the program
+// accepts (-1: either, and the data is read only when signaled).
+template <int kExpect>
+struct TimedLater : rl::test_suite<TimedLater<kExpect>, 2> {
+  HANDLE ready;
+  HANDLE ev;
+  VAR_T(int) data;
+  void before() {
+    ready = CreateEvent(0, 0, 0, 0);
+    ev = CreateEvent(0, 0, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(ready);
+    CloseHandle(ev);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      unsigned long r = SignalObjectAndWait(ready, ev, 100, 0);
+      if (kExpect == 0) RL_ASSERT(r == WAIT_OBJECT_0);
+      if (kExpect == 1) RL_ASSERT(r == WAIT_TIMEOUT);
+      if (r == WAIT_OBJECT_0) RL_ASSERT(VAR(data) == 1);
+    } else {
+      WaitForSingleObject(ready, INFINITE);
+      VAR(data) = 1;
+      SetEvent(ev);
+    }
+  }
+};
+
+// Nobody ever sets it: a timed wait times out where INFINITE deadlocks,
+// also with every other thread waiting too.
+template <bool kTimed>
+struct TimedNeverSet : rl::test_suite<TimedNeverSet<kTimed>, 2> {
+  HANDLE ev;
+  HANDLE never;
+  void before() {
+    ev = CreateEvent(0, 1, 0, 0);
+    never = CreateEvent(0, 1, 0, 0);
+  }
+  void after() {
+    CloseHandle(ev);
+    CloseHandle(never);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      HANDLE both[2] = {ev, never};
+      RL_ASSERT(WaitForMultipleObjects(2, both, 1, kTimed ? 50 : INFINITE) ==
+                WAIT_TIMEOUT);
+      SetEvent(ev);
+    } else {
+      RL_ASSERT(WaitForSingleObject(ev, INFINITE) == WAIT_OBJECT_0);
+    }
+  }
+};
+
+TEST_CASE("win32: a finite timeout: signaled later or timed out, no DEADLOCK") {
+  VERDICT(rl::test_result_success, TimedLater<-1>);
+  VERDICT(rl::test_result_user_assert_failed, TimedLater<0>);
+  VERDICT(rl::test_result_user_assert_failed, TimedLater<1>);
+  VERDICT(rl::test_result_success, TimedNeverSet<true>);
+  VERDICT(rl::test_result_deadlock, TimedNeverSet<false>);
 }
 
 // ------------------------------------------------------------- PulseEvent
@@ -743,7 +812,7 @@ TEST_CASE("win32: PulseEvent releases the waiters of that instant") {
 struct OtherNames : rl::test_suite<OtherNames, 1> {
   static constexpr unsigned dynamic_thread_count = 1;
   CRITICAL_SECTION cs;
-  static unsigned long RL_STDCALL Nop(void *) { return 0; }
+  static unsigned long RL_STDCALL Nop(void*) { return 0; }
   void thread(unsigned) {
     RL_ASSERT(InitializeCriticalSectionEx(&cs, 100, 0) == 1);
     EnterCriticalSection(&cs);
@@ -820,8 +889,8 @@ struct CliStoreBuffering : rl::test_suite<CliStoreBuffering<kBarrier>, 2> {
   rl::nvolatile<int> y;
   rl::nvar<int> r[2];
   void thread(unsigned i) {
-    rl::nvolatile<int> &mine = i == 0 ? x : y;
-    rl::nvolatile<int> &other = i == 0 ? y : x;
+    rl::nvolatile<int>& mine = i == 0 ? x : y;
+    rl::nvolatile<int>& other = i == 0 ? y : x;
     mine($) = 1;
     if (kBarrier) rl::Thread::MemoryBarrier($);
     r[i]($) = other($);

@@ -25,10 +25,11 @@
 //    doorbell word, which every state change of its objects increments.
 //  * A wait no thread can ever satisfy (an event never set, a semaphore
 //    never released, a thread that never ends) is a DEADLOCK.
-//  * Finite, non-zero timeouts are explored as "times out now": the wait
-//    is tried once and returns WAIT_TIMEOUT if it cannot be satisfied at
-//    that point (always a legal Win32 outcome); a signal arriving later
-//    within the timeout is not explored.
+//  * A finite, non-zero timeout blocks like INFINITE but may time out
+//    whenever nothing changed since the wait last looked (to the checker a
+//    spin: it runs on, or waits for a change), so "signaled later" and
+//    "timed out" are both explored, as in Relacy, and a timed wait never
+//    deadlocks. (Condition variables: see rl_CONDITION_VARIABLE.)
 // Handles are allocated with the tracked `new`: a handle not closed with
 // CloseHandle is a MEMORY LEAK, as in Relacy.
 //
@@ -75,14 +76,14 @@ struct win_object {
   }
 
  private:
-  void *resource_ = nullptr;
+  void* resource_ = nullptr;
 };
 
 namespace detail {
 // Re-initializes a checker atomic in place (init() starts over, like the
 // real object).
 template <typename T>
-void ReinitAtomic(atomic<T> *a, T v, debug_info info) {
+void ReinitAtomic(atomic<T>* a, T v, debug_info info) {
   a->~atomic<T>();
   new (a) atomic<T>(v, info);
 }
@@ -114,14 +115,14 @@ inline uint64_t NextObjectNumber() {
   return next++;
 }
 struct WaitState {
-  explicit WaitState(const debug_info &info)
+  explicit WaitState(const debug_info& info)
       : word(0, info), number(NextObjectNumber()) {}
   atomic<uint64_t> word;
   uint64_t number;        // lock order
   uint64_t waiting = 0;   // wait-any waiters a PulseEvent may release
   uint64_t released = 0;  // waiters a PulseEvent released through it
   uint64_t rung = 0;      // waiters whose doorbell a state change rings
-  void Reset(const debug_info &info) {
+  void Reset(const debug_info& info) {
     ReinitAtomic(&word, uint64_t{0}, info);
     number = NextObjectNumber();
     waiting = released = rung = 0;
@@ -143,7 +144,7 @@ struct Doorbells {
   // pulse (of another object they wait for) skips them.
   uint64_t pulsed = 0;
 };
-inline Doorbells &Bells() {
+inline Doorbells& Bells() {
   static Doorbells d;
   if (d.gen != Generation()) {
     d.gen = Generation();
@@ -152,10 +153,10 @@ inline Doorbells &Bells() {
   }
   return d;
 }
-inline atomic<uint64_t> *Doorbell(unsigned t, const debug_info &info) {
-  Doorbells &d = Bells();
+inline atomic<uint64_t>* Doorbell(unsigned t, const debug_info& info) {
+  Doorbells& d = Bells();
   if (t >= Doorbells::kMax) return nullptr;
-  auto *a = reinterpret_cast<atomic<uint64_t> *>(d.buf[t]);
+  auto* a = reinterpret_cast<atomic<uint64_t>*>(d.buf[t]);
   if ((d.made & ThreadBit(t)) == 0) {
     new (a) atomic<uint64_t>(0, info);
     d.made |= ThreadBit(t);
@@ -163,7 +164,7 @@ inline atomic<uint64_t> *Doorbell(unsigned t, const debug_info &info) {
   return a;
 }
 
-inline uint64_t LockState(WaitState &s, const debug_info &info) {
+inline uint64_t LockState(WaitState& s, const debug_info& info) {
   for (;;) {
     uint64_t expected = 0;
     // Pairs with: the release store in UnlockState (the previous operation
@@ -179,11 +180,11 @@ inline uint64_t LockState(WaitState &s, const debug_info &info) {
 }
 // changed: the object's state changed (the waiters registered on it are
 // rung).
-inline void UnlockState(WaitState &s, uint64_t /*v*/, bool changed,
-                        const debug_info &info) {
+inline void UnlockState(WaitState& s, uint64_t /*v*/, bool changed,
+                        const debug_info& info) {
   if (changed) {
     for (uint64_t m = s.rung; m != 0; m &= m - 1) {
-      atomic<uint64_t> *b =
+      atomic<uint64_t>* b =
           Doorbell(static_cast<unsigned>(__builtin_ctzll(m)), info);
       // Relaxed: the ring only wakes the waiter, which then takes the
       // objects' locks (acquire) to look at them.
@@ -214,36 +215,36 @@ struct win_waitable_object : win_object {
   }
 
   // Dispatcher side, called with the object's lock held.
-  virtual bool SignalLocked(const debug_info &info) = 0;
+  virtual bool SignalLocked(const debug_info& info) = 0;
   // Could the thread take the object now (Ready); take it (Take; returns
   // whether the object's state changed).
   virtual bool Ready(unsigned me) const = 0;
   virtual bool Take(unsigned me) = 0;
-  detail::WaitState &State() { return *state_; }
-  const detail::WaitState &State() const { return *state_; }
+  detail::WaitState& State() { return *state_; }
+  const detail::WaitState& State() const { return *state_; }
 
  protected:
   // A thread handle keeps its state outside the handle.
-  void UseState(detail::WaitState *s) { state_ = s; }
+  void UseState(detail::WaitState* s) { state_ = s; }
   detail::WaitState own_;
 
  private:
-  detail::WaitState *state_;
+  detail::WaitState* state_;
 };
 
 namespace detail {
 // The operations of one object under its lock.
 class Locked {
  public:
-  Locked(win_waitable_object &o, const debug_info &info)
+  Locked(win_waitable_object& o, const debug_info& info)
       : s_(o.State()), info_(info), v_(LockState(s_, info)) {}
   ~Locked() { UnlockState(s_, v_, changed, info_); }
-  Locked(const Locked &) = delete;
-  Locked &operator=(const Locked &) = delete;
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
   bool changed = false;
 
  private:
-  WaitState &s_;
+  WaitState& s_;
   debug_info info_;
   uint64_t v_;
 };
@@ -275,8 +276,8 @@ class generic_event : public win_waitable_object {
   }
   void pulse(debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
-    detail::WaitState &s = State();
-    detail::Doorbells &d = detail::Bells();
+    detail::WaitState& s = State();
+    detail::Doorbells& d = detail::Bells();
     uint64_t candidates = s.waiting & ~d.pulsed;
     uint64_t chosen = candidates;
     if (!manual_reset_ && candidates != 0) {
@@ -292,7 +293,7 @@ class generic_event : public win_waitable_object {
     l.changed = chosen != 0 || signaled_;
     signaled_ = false;
   }
-  bool SignalLocked(const debug_info &) override {
+  bool SignalLocked(const debug_info&) override {
     bool was = signaled_;
     signaled_ = true;
     return !was;
@@ -301,7 +302,7 @@ class generic_event : public win_waitable_object {
     return signaled_ || (State().released & detail::ThreadBit(me)) != 0;
   }
   bool Take(unsigned me) override {
-    detail::WaitState &s = State();
+    detail::WaitState& s = State();
     if ((s.released & detail::ThreadBit(me)) != 0) {
       s.released &= ~detail::ThreadBit(me);  // the pulse's wake-up
       return false;
@@ -330,7 +331,7 @@ class semaphore : public win_waitable_object {
     TakeResource();
   }
   // Adds count; false (nothing added) if that would pass the maximum.
-  bool post(unsigned count, unsigned &prev_count,
+  bool post(unsigned count, unsigned& prev_count,
             debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
     prev_count = count_;
@@ -344,7 +345,7 @@ class semaphore : public win_waitable_object {
     detail::Locked l(*this, info);
     return static_cast<int>(count_);
   }
-  bool SignalLocked(const debug_info &) override {
+  bool SignalLocked(const debug_info&) override {
     if (count_ + 1 > max_) return false;
     count_ += 1;
     return true;
@@ -434,7 +435,7 @@ class win_mutex : public win_waitable_object {
       detail::Fail(test_result_unlocking_mutex_wo_ownership,
                    "ReleaseMutex of a mutex the thread does not own", info);
   }
-  bool SignalLocked(const debug_info &) override {
+  bool SignalLocked(const debug_info&) override {
     if (count_ == 0 || owner_ != static_cast<int>(thread_index())) return false;
     if (--count_ == 0) owner_ = -1;
     return true;
@@ -464,26 +465,26 @@ struct ThreadEnds {
   unsigned count = 0;
   uint64_t gen = ~uint64_t{0};
 };
-inline ThreadEnds &Ends() {
+inline ThreadEnds& Ends() {
   static ThreadEnds e;
   if (e.gen != Generation()) {
     e.gen = Generation();
     e.count = 0;
-    for (bool &f : e.finished) f = false;
+    for (bool& f : e.finished) f = false;
   }
   return e;
 }
 // Made by the creator before it starts the thread (so the thread, and
 // every thread that learns of the handle from the creator, happens-after
 // it); -1 if there are too many.
-inline int NewEndState(const debug_info &info) {
-  ThreadEnds &e = Ends();
+inline int NewEndState(const debug_info& info) {
+  ThreadEnds& e = Ends();
   if (e.count >= ThreadEnds::kMax) return -1;
   new (e.buf[e.count]) WaitState(info);
   return static_cast<int>(e.count++);
 }
-inline WaitState *EndState(int k) {
-  return reinterpret_cast<WaitState *>(Ends().buf[k]);
+inline WaitState* EndState(int k) {
+  return reinterpret_cast<WaitState*>(Ends().buf[k]);
 }
 }  // namespace detail
 
@@ -494,7 +495,7 @@ inline WaitState *EndState(int k) {
 class win_thread : public win_waitable_object {
  public:
   template <typename R>
-  win_thread(R (*fn)(void *), void *param, debug_info info)
+  win_thread(R (*fn)(void*), void* param, debug_info info)
       : win_waitable_object(info),
         fn_(reinterpret_cast<void (*)()>(fn)),
         param_(param) {
@@ -505,7 +506,7 @@ class win_thread : public win_waitable_object {
     handle_ = detail::CreateThread(&Start, this, info);
   }
   bool started() const { return handle_ >= 0; }
-  bool SignalLocked(const debug_info &) override { return false; }
+  bool SignalLocked(const debug_info&) override { return false; }
   bool Ready(unsigned) const override {
     return end_ >= 0 && detail::Ends().finished[end_];
   }
@@ -513,27 +514,27 @@ class win_thread : public win_waitable_object {
 
  private:
   template <typename R>
-  static void Call(void (*fn)(), void *param) {
-    reinterpret_cast<R (*)(void *)>(fn)(param);
+  static void Call(void (*fn)(), void* param) {
+    reinterpret_cast<R (*)(void*)>(fn)(param);
   }
-  static void *Start(void *p) {
-    auto *t = static_cast<win_thread *>(p);
+  static void* Start(void* p) {
+    auto* t = static_cast<win_thread*>(p);
     // Copied first: the creator may close the handle while we run.
-    void (*call)(void (*)(), void *) = t->call_;
+    void (*call)(void (*)(), void*) = t->call_;
     void (*fn)() = t->fn_;
-    void *param = t->param_;
+    void* param = t->param_;
     const int end = t->end_;
     const debug_info info = RL_CURRENT_INFO;
     call(fn, param);
-    detail::WaitState *s = detail::EndState(end);
+    detail::WaitState* s = detail::EndState(end);
     uint64_t v = detail::LockState(*s, info);
     detail::Ends().finished[end] = true;
     detail::UnlockState(*s, v, true, info);
     return nullptr;
   }
   void (*fn_)();
-  void *param_;
-  void (*call_)(void (*)(), void *) = nullptr;
+  void* param_;
+  void (*call_)(void (*)(), void*) = nullptr;
   int handle_ = -1;
   int end_ = -1;  // its ThreadEnds entry
 };
@@ -546,7 +547,7 @@ inline constexpr unsigned long kMaxWaitObjects = 64;  // MAXIMUM_WAIT_OBJECTS
 // With the locks held: the object a wait takes now (wait-any: the one a
 // pulse released it through, else the lowest-indexed ready one; wait-all:
 // 0 if all are ready), or -1.
-inline long Choose(unsigned long n, win_waitable_object *const *h,
+inline long Choose(unsigned long n, win_waitable_object* const* h,
                    bool wait_all, unsigned me) {
   if (wait_all) {
     for (unsigned long i = 0; i < n; ++i)
@@ -566,15 +567,15 @@ inline long Choose(unsigned long n, win_waitable_object *const *h,
 // deadlock, with what each held when locked and whether its state changed.
 struct LockSet {
   struct Entry {
-    win_waitable_object *o;
+    win_waitable_object* o;
     uint64_t v;
     bool changed;
   };
   Entry e[kMaxWaitObjects + 1];
   unsigned n = 0;
 };
-inline void Prepare(LockSet &l, unsigned long n, win_waitable_object *const *h,
-                    win_waitable_object *extra) {
+inline void Prepare(LockSet& l, unsigned long n, win_waitable_object* const* h,
+                    win_waitable_object* extra) {
   l.n = 0;
   for (unsigned long i = 0; i < n; ++i) l.e[l.n++] = {h[i], 0, false};
   if (extra != nullptr) l.e[l.n++] = {extra, 0, false};
@@ -588,32 +589,32 @@ inline void Prepare(LockSet &l, unsigned long n, win_waitable_object *const *h,
     if (m == 0 || l.e[m - 1].o != l.e[i].o) l.e[m++] = l.e[i];
   l.n = m;
 }
-inline void LockAll(LockSet &l, const debug_info &info) {
-  for (LockSet::Entry *p = l.e; p != l.e + l.n; ++p) {
+inline void LockAll(LockSet& l, const debug_info& info) {
+  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p) {
     p->v = LockState(p->o->State(), info);
     p->changed = false;
   }
 }
-inline void UnlockAll(LockSet &l, const debug_info &info) {
-  for (LockSet::Entry *p = l.e; p != l.e + l.n; ++p)
+inline void UnlockAll(LockSet& l, const debug_info& info) {
+  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p)
     UnlockState(p->o->State(), p->v, p->changed, info);
 }
-inline void MarkChanged(LockSet &l, const win_waitable_object *x) {
-  for (LockSet::Entry *p = l.e; p != l.e + l.n; ++p)
+inline void MarkChanged(LockSet& l, const win_waitable_object* x) {
+  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p)
     if (p->o == x) p->changed = true;
 }
 
 // With the locks held: take what Choose picked (r >= 0) and stop
 // waiting.
-inline void TakeChosen(LockSet &l, unsigned long n,
-                       win_waitable_object *const *h, bool wait_all, long r,
+inline void TakeChosen(LockSet& l, unsigned long n,
+                       win_waitable_object* const* h, bool wait_all, long r,
                        unsigned me) {
   for (unsigned long i = 0; i < n; ++i) {
     if (r >= 0 && (wait_all || static_cast<long>(i) == r) && h[i]->Take(me))
       MarkChanged(l, h[i]);
   }
   for (unsigned long i = 0; i < n; ++i) {
-    WaitState &s = h[i]->State();
+    WaitState& s = h[i]->State();
     s.waiting &= ~ThreadBit(me);
     s.released &= ~ThreadBit(me);
     s.rung &= ~ThreadBit(me);
@@ -624,13 +625,13 @@ inline void TakeChosen(LockSet &l, unsigned long n,
 // WaitForSingleObject / WaitForMultipleObjects / SignalObjectAndWait (which
 // signals to_signal under the same locks, so a PulseEvent after the signal
 // finds the thread waiting): the index taken (wait-all: 0), kWaitTimedOut
-// or kWaitFailed. timeout 0 polls, and so does a finite timeout (explored
-// as "times out now"); INFINITE blocks (a wait no thread can satisfy is a
-// DEADLOCK).
-inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
+// or kWaitFailed. timeout 0 polls; INFINITE blocks (a wait no thread can
+// satisfy is a DEADLOCK); a finite timeout blocks too, but may time out
+// whenever nothing changed since it last looked (see the top).
+inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
                         bool wait_all, unsigned long timeout,
-                        const debug_info &info,
-                        win_waitable_object *to_signal = nullptr) {
+                        const debug_info& info,
+                        win_waitable_object* to_signal = nullptr) {
   if (n == 0 || n > kMaxWaitObjects) return kWaitFailed;
   for (unsigned long i = 0; i < n; ++i) {
     if (h[i] == nullptr) return kWaitFailed;
@@ -638,11 +639,11 @@ inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
       if (h[j] == h[i]) return kWaitFailed;  // ERROR_INVALID_PARAMETER
   }
   const unsigned me = thread_index();
-  // A finite timeout is explored as "times out now" (see the top).
-  const bool try_wait = timeout != rl_INFINITE;
+  const bool try_wait = timeout == 0;
+  const bool timed = timeout != rl_INFINITE;
   LockSet l;
   Prepare(l, n, h, to_signal);
-  atomic<uint64_t> *bell = nullptr;
+  atomic<uint64_t>* bell = nullptr;
   uint64_t rung = 0;
   for (;;) {
     LockAll(l, info);
@@ -677,7 +678,23 @@ inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
     // Until one of the objects changes: a ring. Relaxed: a ring is only
     // a hint to look again (under the locks). A load that is not the
     // newest is pruned when the thread blocks.
+    int same = 0;
     while (bell->load(mo_relaxed, info) == rung) {
+      if (timed) {
+        // A timed wait spins instead of blocking: to the checker an
+        // iteration that read the same doorbell value makes no progress,
+        // so it either runs on (and times out here) or waits for a write;
+        // when every thread waits it runs on, so it never deadlocks.
+        if (++same > 2) {
+          LockAll(l, info);
+          r = Choose(n, h, wait_all, me);
+          TakeChosen(l, n, h, wait_all, r, me);  // leaves the wait
+          UnlockAll(l, info);
+          return r >= 0 ? r : kWaitTimedOut;
+        }
+        yield(1, info);
+        continue;
+      }
       // Until a ring (or DEADLOCK); unwinding: give up.
       if (!WaitBlocked(info)) return kWaitFailed;
     }
@@ -686,12 +703,12 @@ inline long WaitObjects(unsigned long n, win_waitable_object *const *h,
 }  // namespace detail
 
 inline bool win_waitable_object::wait(bool try_wait, debug_info info) {
-  win_waitable_object *self = this;
+  win_waitable_object* self = this;
   return detail::WaitObjects(1, &self, false, try_wait ? 0 : rl_INFINITE,
                              info) == 0;
 }
 
-using rl_HANDLE = win_object *;
+using rl_HANDLE = win_object*;
 inline constexpr unsigned long rl_WAIT_FAILED = static_cast<unsigned long>(-1);
 inline constexpr unsigned long rl_WAIT_OBJECT_0 = 0;
 inline constexpr unsigned long rl_WAIT_TIMEOUT = 258;
@@ -706,12 +723,12 @@ inline constexpr unsigned long rl_ERROR_TOO_MANY_POSTS = 298;
 
 namespace detail {
 // GetLastError: per checker thread, zero at the start of every execution.
-inline thread_local_var<unsigned long> &LastError() {
+inline thread_local_var<unsigned long>& LastError() {
   static thread_local_var<unsigned long> e;
   return e;
 }
-inline win_waitable_object *Waitable(rl_HANDLE h) {
-  return h == nullptr ? nullptr : dynamic_cast<win_waitable_object *>(h);
+inline win_waitable_object* Waitable(rl_HANDLE h) {
+  return h == nullptr ? nullptr : dynamic_cast<win_waitable_object*>(h);
 }
 inline unsigned long WaitResult(long r) {
   if (r >= 0) return rl_WAIT_OBJECT_0 + static_cast<unsigned long>(r);
@@ -738,7 +755,7 @@ inline unsigned long rl_WaitForSingleObjectEx(rl_HANDLE h,
                                               unsigned long timeout,
                                               int /*alertable*/,
                                               debug_info info) {
-  win_waitable_object *w = detail::Waitable(h);
+  win_waitable_object* w = detail::Waitable(h);
   if (w == nullptr) return detail::WaitResult(detail::kWaitFailed);
   return detail::WaitResult(detail::WaitObjects(1, &w, false, timeout, info));
 }
@@ -752,11 +769,11 @@ inline unsigned long rl_WaitForSingleObject(rl_HANDLE h, unsigned long timeout,
 // than MAXIMUM_WAIT_OBJECTS, a null, a non-waitable or a repeated handle)
 // are WAIT_FAILED with GetLastError() ERROR_INVALID_PARAMETER.
 inline unsigned long rl_WaitForMultipleObjectsEx(
-    unsigned long count, const rl_HANDLE *handles, int wait_all,
+    unsigned long count, const rl_HANDLE* handles, int wait_all,
     unsigned long timeout, int /*alertable*/, debug_info info) {
   if (handles == nullptr || count == 0 || count > detail::kMaxWaitObjects)
     return detail::WaitResult(detail::kWaitFailed);
-  win_waitable_object *w[detail::kMaxWaitObjects];
+  win_waitable_object* w[detail::kMaxWaitObjects];
   for (unsigned long i = 0; i < count; ++i) {
     w[i] = detail::Waitable(handles[i]);
     if (w[i] == nullptr) return detail::WaitResult(detail::kWaitFailed);
@@ -765,7 +782,7 @@ inline unsigned long rl_WaitForMultipleObjectsEx(
       detail::WaitObjects(count, w, wait_all != 0, timeout, info));
 }
 inline unsigned long rl_WaitForMultipleObjects(unsigned long count,
-                                               const rl_HANDLE *handles,
+                                               const rl_HANDLE* handles,
                                                int wait_all,
                                                unsigned long timeout,
                                                debug_info info) {
@@ -779,8 +796,8 @@ inline unsigned long rl_SignalObjectAndWait(rl_HANDLE to_signal,
                                             unsigned long timeout,
                                             int /*alertable*/,
                                             debug_info info) {
-  win_waitable_object *s = detail::Waitable(to_signal);
-  win_waitable_object *w = detail::Waitable(to_wait);
+  win_waitable_object* s = detail::Waitable(to_signal);
+  win_waitable_object* w = detail::Waitable(to_wait);
   if (s == nullptr || w == nullptr)
     return detail::WaitResult(detail::kWaitFailed);
   return detail::WaitResult(
@@ -793,12 +810,12 @@ namespace detail {
 // model would count a growing container's allocations as the test's.
 struct HandleTable {
   static constexpr int kMax = 256;
-  win_object *open[kMax];
+  win_object* open[kMax];
   int n = 0;
   bool overflow = false;  // some handle is not in the table: trust all
   uint64_t gen = 0;
 };
-inline HandleTable &Handles() {
+inline HandleTable& Handles() {
   static HandleTable t;
   if (t.gen != Generation()) {
     t.gen = Generation();
@@ -808,8 +825,8 @@ inline HandleTable &Handles() {
   return t;
 }
 template <typename T>
-T *Opened(T *h) {
-  HandleTable &t = Handles();
+T* Opened(T* h) {
+  HandleTable& t = Handles();
   if (t.n < HandleTable::kMax)
     t.open[t.n++] = h;
   else
@@ -817,8 +834,8 @@ T *Opened(T *h) {
   return h;
 }
 // True if h was open (now removed from the table).
-inline bool Closing(win_object *h) {
-  HandleTable &t = Handles();
+inline bool Closing(win_object* h) {
+  HandleTable& t = Handles();
   for (int i = 0; i < t.n; ++i) {
     if (t.open[i] == h) {
       t.open[i] = t.open[--t.n];
@@ -840,10 +857,10 @@ inline int rl_CloseHandle(rl_HANDLE h, debug_info info) {
   return 1;
 }
 
-inline rl_HANDLE rl_CreateEvent(void * /*security*/, int manual_reset,
-                                int initial_state, const void * /*name*/,
+inline rl_HANDLE rl_CreateEvent(void* /*security*/, int manual_reset,
+                                int initial_state, const void* /*name*/,
                                 debug_info info) {
-  auto *ev = detail::Opened(new generic_event(info));
+  auto* ev = detail::Opened(new generic_event(info));
   ev->init(manual_reset != 0, initial_state != 0, info);
   return ev;
 }
@@ -851,45 +868,45 @@ namespace detail {
 // The object behind a handle of the expected kind, or null (then the call
 // fails with ERROR_INVALID_HANDLE, as Win32's does).
 template <typename T>
-T *HandleAs(rl_HANDLE h) {
-  T *t = h == nullptr ? nullptr : dynamic_cast<T *>(h);
+T* HandleAs(rl_HANDLE h) {
+  T* t = h == nullptr ? nullptr : dynamic_cast<T*>(h);
   if (t == nullptr) LastError().set(rl_ERROR_INVALID_HANDLE);
   return t;
 }
 }  // namespace detail
 inline int rl_SetEvent(rl_HANDLE ev, debug_info info) {
-  generic_event *e = detail::HandleAs<generic_event>(ev);
+  generic_event* e = detail::HandleAs<generic_event>(ev);
   if (e == nullptr) return 0;
   e->set(info);
   return 1;
 }
 inline int rl_ResetEvent(rl_HANDLE ev, debug_info info) {
-  generic_event *e = detail::HandleAs<generic_event>(ev);
+  generic_event* e = detail::HandleAs<generic_event>(ev);
   if (e == nullptr) return 0;
   e->reset(info);
   return 1;
 }
 inline int rl_PulseEvent(rl_HANDLE ev, debug_info info) {
-  generic_event *e = detail::HandleAs<generic_event>(ev);
+  generic_event* e = detail::HandleAs<generic_event>(ev);
   if (e == nullptr) return 0;
   e->pulse(info);
   return 1;
 }
 
 struct sem_tag_win;
-inline rl_HANDLE rl_CreateSemaphore(void * /*security*/, long initial_count,
-                                    long max_count, const void * /*name*/,
+inline rl_HANDLE rl_CreateSemaphore(void* /*security*/, long initial_count,
+                                    long max_count, const void* /*name*/,
                                     debug_info info) {
   if (initial_count < 0 || max_count <= 0 || initial_count > max_count)
     return nullptr;  // ERROR_INVALID_PARAMETER
-  auto *s = detail::Opened(new semaphore<sem_tag_win>(info));
+  auto* s = detail::Opened(new semaphore<sem_tag_win>(info));
   s->init(false, static_cast<unsigned>(initial_count),
           static_cast<unsigned>(max_count), info);
   return s;
 }
-inline int rl_ReleaseSemaphore(rl_HANDLE sema, long count, long *prev_count,
+inline int rl_ReleaseSemaphore(rl_HANDLE sema, long count, long* prev_count,
                                debug_info info) {
-  auto *s = detail::HandleAs<semaphore<sem_tag_win>>(sema);
+  auto* s = detail::HandleAs<semaphore<sem_tag_win>>(sema);
   if (s == nullptr) return 0;
   if (count <= 0) {
     detail::LastError().set(rl_ERROR_INVALID_PARAMETER);
@@ -904,38 +921,38 @@ inline int rl_ReleaseSemaphore(rl_HANDLE sema, long count, long *prev_count,
 
 struct mutex_tag_win_cs;
 using rl_CRITICAL_SECTION = generic_mutex<mutex_tag_win_cs>;
-inline void rl_InitializeCriticalSection(rl_CRITICAL_SECTION *m,
+inline void rl_InitializeCriticalSection(rl_CRITICAL_SECTION* m,
                                          debug_info info) {
   m->init(false, true, false, false, info);
 }
-inline int rl_InitializeCriticalSectionAndSpinCount(rl_CRITICAL_SECTION *m,
+inline int rl_InitializeCriticalSectionAndSpinCount(rl_CRITICAL_SECTION* m,
                                                     unsigned long,
                                                     debug_info info) {
   m->init(false, true, false, false, info);
   return 1;
 }
-inline void rl_DeleteCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
+inline void rl_DeleteCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
   m->deinit(info);
 }
-inline void rl_EnterCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
+inline void rl_EnterCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
   m->lock_exclusive(info);
 }
-inline int rl_TryEnterCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
+inline int rl_TryEnterCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
   return m->try_lock_exclusive(info) ? 1 : 0;
 }
-inline void rl_LeaveCriticalSection(rl_CRITICAL_SECTION *m, debug_info info) {
+inline void rl_LeaveCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
   m->unlock_exclusive(info);
 }
 
 struct mutex_tag_win_srwl;
 using rl_SRWLOCK = generic_mutex<mutex_tag_win_srwl>;
-inline int rl_InitializeCriticalSectionEx(rl_CRITICAL_SECTION *m, unsigned long,
+inline int rl_InitializeCriticalSectionEx(rl_CRITICAL_SECTION* m, unsigned long,
                                           unsigned long, debug_info info) {
   m->init(false, true, false, false, info);
   return 1;
 }
 
-inline void rl_InitializeSRWLock(rl_SRWLOCK *l, debug_info info) {
+inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
   l->init(true, false, false, false, info);
 }
 
@@ -946,11 +963,11 @@ inline void rl_InitializeSRWLock(rl_SRWLOCK *l, debug_info info) {
 // reported as DEADLOCK.
 // Initialized, it holds a resource until Relacy's DeleteConditionVariable.
 struct rl_CONDITION_VARIABLE : condition_variable {
-  void *resource = nullptr;
+  void* resource = nullptr;
 };
-inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE *cv,
+inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                            debug_info info) {
-  void *const resource = cv->resource != nullptr
+  void* const resource = cv->resource != nullptr
                              ? cv->resource
                              : detail::HeapAlloc(1, 0, detail::kHeapResource);
   cv->~rl_CONDITION_VARIABLE();
@@ -958,48 +975,48 @@ inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE *cv,
   cv->resource = resource;
   (void)info;
 }
-inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE *cv,
+inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
                                        debug_info info) {
   if (cv->resource == nullptr) return;
   detail::HeapFree(cv->resource, detail::kHeapResource, info);
   cv->resource = nullptr;
 }
 template <typename Lock>
-inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE *cv, Lock *l,
+inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
                                      debug_info info) {
   cv->wait(*l, info);
   return 1;
 }
-inline void rl_WakeConditionVariable(rl_CONDITION_VARIABLE *cv,
+inline void rl_WakeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                      debug_info info) {
   cv->notify_one(info);
 }
-inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE *cv,
+inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE* cv,
                                         debug_info info) {
   cv->notify_all(info);
 }
 
 using rl_win_mutex = win_mutex;
-inline rl_HANDLE rl_CreateMutex(void * /*security*/, int initial_owner,
-                                const void * /*name*/, debug_info info) {
-  auto *m = detail::Opened(new rl_win_mutex(info));
+inline rl_HANDLE rl_CreateMutex(void* /*security*/, int initial_owner,
+                                const void* /*name*/, debug_info info) {
+  auto* m = detail::Opened(new rl_win_mutex(info));
   m->init(info);
   if (initial_owner != 0) m->wait(false, info);
   return m;
 }
 inline int rl_ReleaseMutex(rl_HANDLE m, debug_info info) {
-  rl_win_mutex *mx = detail::HandleAs<rl_win_mutex>(m);
+  rl_win_mutex* mx = detail::HandleAs<rl_win_mutex>(m);
   if (mx == nullptr) return 0;
   mx->unlock(info);
   return 1;
 }
 
 // Threads: checker threads (the suite declares dynamic_thread_count).
-inline rl_HANDLE rl_CreateThread(void * /*security*/, size_t /*stack_size*/,
-                                 unsigned long (*fn)(void *), void *param,
+inline rl_HANDLE rl_CreateThread(void* /*security*/, size_t /*stack_size*/,
+                                 unsigned long (*fn)(void*), void* param,
                                  unsigned long /*flags*/,
-                                 unsigned long *thread_id, debug_info info) {
-  auto *t = new win_thread(fn, param, info);
+                                 unsigned long* thread_id, debug_info info) {
+  auto* t = new win_thread(fn, param, info);
   if (!t->started()) {
     delete t;
     return nullptr;
@@ -1007,18 +1024,18 @@ inline rl_HANDLE rl_CreateThread(void * /*security*/, size_t /*stack_size*/,
   if (thread_id != nullptr) *thread_id = 0;
   return detail::Opened(t);
 }
-inline uintptr_t rl_beginthreadex(void * /*security*/, unsigned /*stack*/,
-                                  unsigned (*fn)(void *), void *param,
-                                  unsigned /*flags*/, unsigned *thread_id,
+inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
+                                  unsigned (*fn)(void*), void* param,
+                                  unsigned /*flags*/, unsigned* thread_id,
                                   debug_info info) {
-  auto *t = new win_thread(fn, param, info);
+  auto* t = new win_thread(fn, param, info);
   if (!t->started()) {
     delete t;
     return 0;
   }
   if (thread_id != nullptr) *thread_id = 0;
   return reinterpret_cast<uintptr_t>(
-      detail::Opened(static_cast<win_object *>(t)));
+      detail::Opened(static_cast<win_object*>(t)));
 }
 
 // As Relacy: accepted, no effect on the model (the checker has no CPUs to
