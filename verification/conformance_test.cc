@@ -10,29 +10,11 @@
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
 #include "relacy_std_programs.h"
+#include "test_support.h"
 
 namespace {
 
-// Runs T exhaustively and returns the verdict (the trace is kept out of the
-// log unless asked for).
-template <typename T>
-rl::test_result_e Full(rl::test_params* out = nullptr) {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.print_summary = false;
-  std::ostringstream trace;
-  p.output_stream = &trace;
-  rl::simulate<T>(p);
-  MESSAGE(std::string(rl::test_result_str(p.test_result))
-          << " after " << p.executions << " executions (+"
-          << p.blocked_executions << " pruned)");
-  if (out != nullptr) *out = p;
-  return p.test_result;
-}
-
-#define VERDICT(R, ...)                                      \
-  CHECK(std::string(rl::test_result_str(Full<__VA_ARGS__>())) == \
-        std::string(rl::test_result_str(R)))
+using rl_test::Full;
 
 // ------------------------------------------------------------- heap model
 

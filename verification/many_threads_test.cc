@@ -7,25 +7,9 @@
 
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
+#include "test_support.h"
 
 namespace {
-
-template <typename T>
-rl::test_result_e Full() {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.print_summary = false;
-  std::ostringstream trace;
-  p.output_stream = &trace;
-  rl::simulate<T>(p);
-  MESSAGE(std::string(rl::test_result_str(p.test_result))
-          << " after " << p.executions << " executions");
-  return p.test_result;
-}
-
-#define VERDICT(R, ...)                                          \
-  CHECK(std::string(rl::test_result_str(Full<__VA_ARGS__>())) == \
-        std::string(rl::test_result_str(R)))
 
 // 20 threads: a release/acquire hand-off between threads 17 and 18 orders a
 // plain variable (a relaxed one races), and thread 0 and 19 add.

@@ -3,19 +3,15 @@
 // are the shims, malloc/free the heap model.
 #include "relacy_std_programs.h"
 
+#include "test_support.h"  // before relacy_std.hpp (standard headers first)
+
 #include "relacy/relacy_std.hpp"
 
 namespace {
 
 template <typename T>
 rl::test_result_e Full() {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.print_summary = false;
-  std::ostringstream trace;  // the real std::ostringstream, via the shim
-  p.output_stream = &trace;
-  rl::simulate<T>(p);
-  return p.test_result;
+  return rl_test::RunFull<T>();
 }
 
 // Relacy's introductory example: a plain write published by a relaxed

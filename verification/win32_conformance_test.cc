@@ -9,6 +9,7 @@
 #include "doctest/doctest.h"
 #include "relacy/relacy_cli.hpp"
 #include "relacy/windows.h"
+#include "test_support.h"
 
 namespace win32_std_programs {
 rl::test_result_e CondvarStagesRecheck();    // SUCCESS
@@ -17,23 +18,6 @@ rl::test_result_e CondvarStagesNoRecheck();  // DEADLOCK (or a spurious
 }  // namespace win32_std_programs
 
 namespace {
-
-template <typename T>
-rl::test_result_e Full() {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.print_summary = false;
-  std::ostringstream trace;
-  p.output_stream = &trace;
-  rl::simulate<T>(p);
-  MESSAGE(std::string(rl::test_result_str(p.test_result))
-          << " after " << p.executions << " executions");
-  return p.test_result;
-}
-
-#define VERDICT(R, ...)                                          \
-  CHECK(std::string(rl::test_result_str(Full<__VA_ARGS__>())) == \
-        std::string(rl::test_result_str(R)))
 
 // ------------------------------------------------------- CRITICAL_SECTION
 
@@ -475,6 +459,381 @@ struct WinThreadsCounter : rl::test_suite<WinThreadsCounter<kLocked>, 1> {
 TEST_CASE("win32: a lost update between CreateThread threads is found") {
   VERDICT(rl::test_result_success, WinThreadsCounter<true>);
   VERDICT(rl::test_result_user_assert_failed, WinThreadsCounter<false>);
+}
+
+// ---------------------------------------------- WaitForMultipleObjects
+
+// Relacy's test_wfmo_all shape: wait-all on two semaphores released one
+// after the other; the waiter sees both writes.
+struct WfmoAll : rl::test_suite<WfmoAll, 2> {
+  HANDLE s1;
+  HANDLE s2;
+  VAR_T(int) data;
+  void before() {
+    s1 = CreateSemaphore(0, 0, 2, 0);
+    s2 = CreateSemaphore(0, 0, 2, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(s1);
+    CloseHandle(s2);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      HANDLE hs[2] = {s1, s2};
+      RL_ASSERT(WaitForMultipleObjects(2, hs, 1, INFINITE) == WAIT_OBJECT_0);
+      RL_ASSERT(VAR(data) == 2);
+      // Both were taken at once.
+      RL_ASSERT(WaitForSingleObject(s1, 0) == WAIT_TIMEOUT);
+      RL_ASSERT(WaitForSingleObject(s2, 0) == WAIT_TIMEOUT);
+    } else {
+      VAR(data) = 1;
+      ReleaseSemaphore(s1, 1, 0);
+      VAR(data) = 2;
+      ReleaseSemaphore(s2, 1, 0);
+    }
+  }
+};
+
+// Wait-any returns the lowest index signaled at one instant: events set
+// in the order e0, e1 are never seen as "e1 only".
+struct WfmoAnyLowest : rl::test_suite<WfmoAnyLowest, 2> {
+  HANDLE e[2];
+  void before() {
+    e[0] = CreateEvent(0, 0, 0, 0);
+    e[1] = CreateEvent(0, 0, 0, 0);
+  }
+  void after() {
+    CloseHandle(e[0]);
+    CloseHandle(e[1]);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      RL_ASSERT(WaitForMultipleObjects(2, e, 0, INFINITE) == WAIT_OBJECT_0);
+      RL_ASSERT(WaitForMultipleObjects(2, e, 0, INFINITE) == WAIT_OBJECT_0 + 1);
+    } else {
+      SetEvent(e[0]);
+      SetEvent(e[1]);
+    }
+  }
+};
+
+TEST_CASE("win32: WaitForMultipleObjects wait-all takes all; wait-any lowest") {
+  VERDICT(rl::test_result_success, WfmoAll);
+  VERDICT(rl::test_result_success, WfmoAnyLowest);
+}
+
+// Missing synchronization: the waiter is woken by either event, but only
+// e0's setter wrote the data (Relacy's test_wfmo_single shape).
+struct WfmoAnyRace : rl::test_suite<WfmoAnyRace, 3> {
+  HANDLE e[2];
+  VAR_T(int) data;
+  void before() {
+    e[0] = CreateEvent(0, 1, 0, 0);
+    e[1] = CreateEvent(0, 1, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(e[0]);
+    CloseHandle(e[1]);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      VAR(data) = 1;
+      SetEvent(e[0]);
+    } else if (i == 1) {
+      SetEvent(e[1]);
+    } else {
+      WaitForMultipleObjects(2, e, 0, INFINITE);
+      RL_ASSERT(VAR(data) == 1);
+    }
+  }
+};
+
+TEST_CASE("win32: wait-any woken by the other event reads unsynchronized") {
+  VERDICT(rl::test_result_data_race, WfmoAnyRace);
+}
+
+// Lock ordering: two threads take two mutex handles in opposite orders.
+// One at a time that deadlocks; with wait-all (both at once) it cannot.
+template <bool kWaitAll>
+struct TwoMutexes : rl::test_suite<TwoMutexes<kWaitAll>, 2> {
+  HANDLE m[2];
+  VAR_T(int) data;
+  void before() {
+    m[0] = CreateMutex(0, 0, 0);
+    m[1] = CreateMutex(0, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(m[0]);
+    CloseHandle(m[1]);
+    RL_ASSERT(VAR(data) == 2);
+  }
+  void thread(unsigned i) {
+    HANDLE order[2] = {m[i], m[1 - i]};
+    if (kWaitAll) {
+      RL_ASSERT(WaitForMultipleObjects(2, order, 1, INFINITE) == WAIT_OBJECT_0);
+    } else {
+      WaitForSingleObject(order[0], INFINITE);
+      WaitForSingleObject(order[1], INFINITE);
+    }
+    VAR(data) += 1;
+    ReleaseMutex(m[0]);
+    ReleaseMutex(m[1]);
+  }
+};
+
+// Wait-all on two events of which only one is ever set.
+struct WfmoAllNeverBoth : rl::test_suite<WfmoAllNeverBoth, 2> {
+  HANDLE e[2];
+  void before() {
+    e[0] = CreateEvent(0, 1, 0, 0);
+    e[1] = CreateEvent(0, 1, 0, 0);
+  }
+  void after() {
+    CloseHandle(e[0]);
+    CloseHandle(e[1]);
+  }
+  void thread(unsigned i) {
+    if (i == 0)
+      SetEvent(e[0]);
+    else
+      WaitForMultipleObjects(2, e, 1, INFINITE);
+  }
+};
+
+TEST_CASE("win32: lock-order DEADLOCK, none with wait-all; wait-all unmet") {
+  VERDICT(rl::test_result_success, TwoMutexes<true>);
+  VERDICT(rl::test_result_deadlock, TwoMutexes<false>);
+  VERDICT(rl::test_result_deadlock, WfmoAllNeverBoth);
+}
+
+// Joining created threads with one wait-all (the usual Win32 join).
+template <bool kLocked>
+struct WfmoJoin : rl::test_suite<WfmoJoin<kLocked>, 1> {
+  static constexpr unsigned dynamic_thread_count = 2;
+  HANDLE m;
+  VAR_T(int) n;
+  static unsigned long RL_STDCALL Inc(void* p) {
+    auto* self = static_cast<WfmoJoin*>(p);
+    if (kLocked) WaitForSingleObject(self->m, INFINITE);
+    self->VAR(n) += 1;
+    if (kLocked) ReleaseMutex(self->m);
+    return 0;
+  }
+  void thread(unsigned) {
+    m = CreateMutex(0, 0, 0);
+    VAR(n) = 0;
+    HANDLE t[2];
+    for (HANDLE& h : t) h = CreateThread(0, 0, &WfmoJoin::Inc, this, 0, 0);
+    RL_ASSERT(WaitForMultipleObjects(2, t, 1, INFINITE) == WAIT_OBJECT_0);
+    RL_ASSERT(VAR(n) == 2);
+    for (HANDLE& h : t) CloseHandle(h);
+    CloseHandle(m);
+  }
+};
+
+TEST_CASE("win32: wait-all on thread handles joins them") {
+  VERDICT(rl::test_result_success, WfmoJoin<true>);
+  VERDICT(rl::test_result_data_race, WfmoJoin<false>);
+}
+
+// Polls and bad arguments.
+struct WfmoArgs : rl::test_suite<WfmoArgs, 1> {
+  void thread(unsigned) {
+    HANDLE e[2] = {CreateEvent(0, 1, 0, 0), CreateEvent(0, 0, 1, 0)};
+    RL_ASSERT(WaitForMultipleObjects(2, e, 1, 0) == WAIT_TIMEOUT);
+    RL_ASSERT(WaitForMultipleObjects(2, e, 1, 100) == WAIT_TIMEOUT);
+    // The poll of a wait-all took nothing: e[1] is still set.
+    RL_ASSERT(WaitForMultipleObjectsEx(2, e, 0, 0, 0) == WAIT_OBJECT_0 + 1);
+    RL_ASSERT(WaitForMultipleObjects(2, e, 0, 0) == WAIT_TIMEOUT);
+    HANDLE dup[2] = {e[0], e[0]};
+    RL_ASSERT(WaitForMultipleObjects(2, dup, 0, 0) == WAIT_FAILED);
+    RL_ASSERT(GetLastError() == ERROR_INVALID_PARAMETER);
+    RL_ASSERT(WaitForMultipleObjects(0, e, 0, 0) == WAIT_FAILED);
+    RL_ASSERT(WaitForMultipleObjects(MAXIMUM_WAIT_OBJECTS + 1, e, 0, 0) ==
+              WAIT_FAILED);
+    HANDLE null[1] = {nullptr};
+    RL_ASSERT(WaitForMultipleObjects(1, null, 0, 0) == WAIT_FAILED);
+    SetLastError(0);
+    RL_ASSERT(SetEvent(nullptr) == 0 && GetLastError() == ERROR_INVALID_HANDLE);
+    RL_ASSERT(WaitForSingleObjectEx(e[0], 0, 1) == WAIT_TIMEOUT);
+    CloseHandle(e[0]);
+    CloseHandle(e[1]);
+  }
+};
+
+TEST_CASE("win32: WaitForMultipleObjects polls and bad arguments") {
+  VERDICT(rl::test_result_success, WfmoArgs);
+}
+
+// ------------------------------------------------------------ timeouts
+
+// A finite timeout is satisfied later or times out, both explored, as in
+// Relacy: the setter sets the event only after the waiter started waiting
+// (SignalObjectAndWait announces it atomically), so WAIT_OBJECT_0 means
+// "signaled during the wait". kExpect: the only result the program
+// accepts (-1: either, and the data is read only when signaled).
+template <int kExpect>
+struct TimedLater : rl::test_suite<TimedLater<kExpect>, 2> {
+  HANDLE ready;
+  HANDLE ev;
+  VAR_T(int) data;
+  void before() {
+    ready = CreateEvent(0, 0, 0, 0);
+    ev = CreateEvent(0, 0, 0, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(ready);
+    CloseHandle(ev);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      unsigned long r = SignalObjectAndWait(ready, ev, 100, 0);
+      if (kExpect == 0) RL_ASSERT(r == WAIT_OBJECT_0);
+      if (kExpect == 1) RL_ASSERT(r == WAIT_TIMEOUT);
+      if (r == WAIT_OBJECT_0) RL_ASSERT(VAR(data) == 1);
+    } else {
+      WaitForSingleObject(ready, INFINITE);
+      VAR(data) = 1;
+      SetEvent(ev);
+    }
+  }
+};
+
+// Nobody ever sets it: a timed wait times out where INFINITE deadlocks,
+// also with every other thread waiting too.
+template <bool kTimed>
+struct TimedNeverSet : rl::test_suite<TimedNeverSet<kTimed>, 2> {
+  HANDLE ev;
+  HANDLE never;
+  void before() {
+    ev = CreateEvent(0, 1, 0, 0);
+    never = CreateEvent(0, 1, 0, 0);
+  }
+  void after() {
+    CloseHandle(ev);
+    CloseHandle(never);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      HANDLE both[2] = {ev, never};
+      RL_ASSERT(WaitForMultipleObjects(2, both, 1, kTimed ? 50 : INFINITE) ==
+                WAIT_TIMEOUT);
+      SetEvent(ev);
+    } else {
+      RL_ASSERT(WaitForSingleObject(ev, INFINITE) == WAIT_OBJECT_0);
+    }
+  }
+};
+
+TEST_CASE("win32: a finite timeout: signaled later or timed out, no DEADLOCK") {
+  VERDICT(rl::test_result_success, TimedLater<-1>);
+  VERDICT(rl::test_result_user_assert_failed, TimedLater<0>);
+  VERDICT(rl::test_result_user_assert_failed, TimedLater<1>);
+  VERDICT(rl::test_result_success, TimedNeverSet<true>);
+  VERDICT(rl::test_result_deadlock, TimedNeverSet<false>);
+}
+
+// ------------------------------------------------------------- PulseEvent
+
+// The classic lost wake-up: the pulse comes before the waiter waits, so
+// nothing is released and the event stays reset.
+template <bool kManual>
+struct PulseLost : rl::test_suite<PulseLost<kManual>, 2> {
+  HANDLE ev;
+  void before() { ev = CreateEvent(0, kManual ? 1 : 0, 0, 0); }
+  void after() { CloseHandle(ev); }
+  void thread(unsigned i) {
+    if (i == 0)
+      PulseEvent(ev);
+    else
+      WaitForSingleObject(ev, INFINITE);
+  }
+};
+
+// The correct use: each waiter announces it waits and starts waiting in
+// one step (SignalObjectAndWait), and the pulser pulses only after both
+// did. Manual reset: one pulse releases both waiters (and synchronizes with
+// them); auto reset: one of them (the other waits for ever).
+template <bool kManual>
+struct PulseAfterReady : rl::test_suite<PulseAfterReady<kManual>, 3> {
+  HANDLE ev;
+  HANDLE ready;
+  VAR_T(int) data;
+  void before() {
+    ev = CreateEvent(0, kManual ? 1 : 0, 0, 0);
+    ready = CreateSemaphore(0, 0, 2, 0);
+    VAR(data) = 0;
+  }
+  void after() {
+    CloseHandle(ev);
+    CloseHandle(ready);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      WaitForSingleObject(ready, INFINITE);
+      WaitForSingleObject(ready, INFINITE);
+      VAR(data) = 1;
+      PulseEvent(ev);
+    } else {
+      SignalObjectAndWait(ready, ev, INFINITE, 0);
+      RL_ASSERT(VAR(data) == 1);  // the pulse synchronizes-with the wait
+    }
+  }
+};
+
+// A pulse with nobody waiting does nothing (a set event is reset).
+struct PulseNoWaiter : rl::test_suite<PulseNoWaiter, 1> {
+  void thread(unsigned) {
+    HANDLE ev = CreateEvent(0, 1, 1, 0);
+    PulseEvent(ev);
+    RL_ASSERT(WaitForSingleObject(ev, 0) == WAIT_TIMEOUT);
+    PulseEvent(ev);
+    RL_ASSERT(WaitForSingleObject(ev, 0) == WAIT_TIMEOUT);
+    CloseHandle(ev);
+  }
+};
+
+TEST_CASE("win32: PulseEvent before the wait is lost (DEADLOCK)") {
+  VERDICT(rl::test_result_deadlock, PulseLost<true>);
+  VERDICT(rl::test_result_deadlock, PulseLost<false>);
+}
+
+TEST_CASE("win32: PulseEvent releases the waiters of that instant") {
+  VERDICT(rl::test_result_success, PulseAfterReady<true>);
+  VERDICT(rl::test_result_deadlock, PulseAfterReady<false>);
+  VERDICT(rl::test_result_success, PulseNoWaiter);
+}
+
+// Relacy's other Win32 names compile and do what Relacy does.
+struct OtherNames : rl::test_suite<OtherNames, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  CRITICAL_SECTION cs;
+  static unsigned long RL_STDCALL Nop(void*) { return 0; }
+  void thread(unsigned) {
+    RL_ASSERT(InitializeCriticalSectionEx(&cs, 100, 0) == 1);
+    EnterCriticalSection(&cs);
+    LeaveCriticalSection(&cs);
+    DeleteCriticalSection(&cs);
+    HANDLE t = CreateThread(0, 0, &OtherNames::Nop, 0, 0, 0);
+    SetThreadAffinityMask(t, 1);
+    SuspendThread(t);
+    ResumeThread(t);
+    RL_ASSERT(WaitForSingleObjectEx(t, INFINITE, 0) == WAIT_OBJECT_0);
+    RL_ASSERT(WaitForSingleObject(t, 0) == WAIT_OBJECT_0);  // stays signaled
+    CloseHandle(t);
+    SetLastError(5);
+    RL_ASSERT(GetLastError() == 5);
+    RL_ASSERT(CONDITION_VARIABLE_LOCKMODE_SHARED == 1);
+    RL_ASSERT(WAIT_IO_COMPLETION != WAIT_OBJECT_0);
+  }
+};
+
+TEST_CASE("win32: Relacy's other Win32 names") {
+  VERDICT(rl::test_result_success, OtherNames);
 }
 
 // ------------------------------------------------------------- CLI dialect

@@ -1,6 +1,8 @@
 // Relacy-style Win32 programs compiled against relacy/relacy_std.hpp alone
 // (which, as Relacy's relacy.hpp, brings the Win32 shims), run by
 // win32_conformance_test. Each returns the verdict of an exhaustive search.
+#include "test_support.h"  // before relacy_std.hpp (standard headers first)
+
 #include "relacy/relacy_std.hpp"
 
 namespace win32_std_programs {
@@ -8,13 +10,7 @@ namespace {
 
 template <typename T>
 rl::test_result_e Full() {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.print_summary = false;
-  std::ostringstream trace;
-  p.output_stream = &trace;
-  rl::simulate<T>(p);
-  return p.test_result;
+  return rl_test::RunFull<T>();
 }
 
 // Relacy's test_win_condvar shape: a stage counter under a critical

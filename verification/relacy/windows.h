@@ -1,23 +1,35 @@
 // Relacy's Win32 spellings for the checker (Relacy's include path:
-// "relacy/windows.h"): CRITICAL_SECTION, SRWLOCK, HANDLE events,
-// semaphores and mutexes, CreateThread + WaitForSingleObject on the thread
-// handle, CloseHandle, Sleep / SwitchToThread, and the objects behind them
-// under Relacy's public names rl::generic_event, rl::semaphore<Tag>,
-// rl::generic_mutex<Tag>. A test written for Relacy's Win32 shims compiles
-// unchanged and runs on the checker's objects. See docs/verification.md,
-// "The dialect".
+// "relacy/windows.h"): CRITICAL_SECTION, SRWLOCK, CONDITION_VARIABLE,
+// HANDLE events (with PulseEvent), semaphores and mutexes, CreateThread,
+// WaitForSingleObject(Ex), WaitForMultipleObjects(Ex) (wait-any and
+// wait-all), SignalObjectAndWait, CloseHandle, Sleep / SwitchToThread,
+// GetLastError, and the objects behind them under Relacy's public names
+// rl::generic_event, rl::semaphore<Tag>, rl::generic_mutex<Tag>. A test
+// written for Relacy's Win32 shims compiles unchanged and runs on the
+// checker's objects. See docs/verification.md, "The dialect".
 //
-// Memory-ordering contract (every object is a checker object over
-// rl::atomic, so the search explores every order):
-//  * SetEvent / ReleaseSemaphore / LeaveCriticalSection / ReleaseMutex are
-//    release operations; the wait (or Enter) they satisfy is an acquire
-//    operation that reads from them, so they synchronize-with it.
+// Memory-ordering contract (every object is a checker object, so the
+// search explores every order):
+//  * SetEvent / PulseEvent / ReleaseSemaphore / ReleaseMutex / a thread's
+//    end / LeaveCriticalSection are release operations; a wait (or Enter)
+//    they satisfy is an acquire operation that reads from them, so they
+//    synchronize-with it. A failed poll (timeout 0) also acquires, as in
+//    Relacy.
+//  * Each waitable object (event, semaphore, mutex handle, thread handle)
+//    changes state under its lock word, as a kernel object does under the
+//    dispatcher lock: taking it is an acquire CAS and dropping it a release
+//    store, so every operation on an object synchronizes-with the later
+//    operations on it. WaitForMultipleObjects holds the locks of all its
+//    objects (taken in creation order): it sees them at one instant, and
+//    wait-all takes them all at once. A blocked waiter sleeps on its
+//    doorbell word, which every state change of its objects increments.
 //  * A wait no thread can ever satisfy (an event never set, a semaphore
 //    never released, a thread that never ends) is a DEADLOCK.
-//  * Finite, non-zero timeouts are explored as "times out now": the wait
-//    is tried once and returns WAIT_TIMEOUT if it cannot be satisfied at
-//    that point (always a legal Win32 outcome); a signal arriving later
-//    within the timeout is not explored.
+//  * A finite, non-zero timeout blocks like INFINITE but may time out
+//    whenever nothing changed since the wait last looked (to the checker a
+//    spin: it runs on, or waits for a change), so "signaled later" and
+//    "timed out" are both explored, as in Relacy, and a timed wait never
+//    deadlocks. (Condition variables: see rl_CONDITION_VARIABLE.)
 // Handles are allocated with the tracked `new`: a handle not closed with
 // CloseHandle is a MEMORY LEAK, as in Relacy.
 //
@@ -25,19 +37,24 @@
 // object-like macros HANDLE, INFINITE, CRITICAL_SECTION... would leak into
 // every primitive compiled for the checker): include relacy/windows.h, or
 // relacy/relacy_std.hpp or relacy/relacy_cli.hpp, which include it.
-// Not provided: WaitForMultipleObjects(Ex), PulseEvent, alertable waits,
-// SuspendThread / ResumeThread, FlushProcessWriteBuffers, and Win32's
-// Interlocked* C functions (Relacy has none either; its CLI rl::Interlocked
-// is in relacy_cli.hpp).
+// Not provided: WAIT_ABANDONED (a thread ending with a mutex handle owned),
+// queued APCs (alertable waits never return WAIT_IO_COMPLETION),
+// FlushProcessWriteBuffers (Relacy's system-wide fence has no C++20
+// counterpart here), and Win32's Interlocked* C functions (Relacy has none
+// either; its CLI rl::Interlocked is in relacy_cli.hpp).
 #ifndef PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 #define PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
+#include <utility>
 
 #include "relacy.hpp"
 
 namespace rl {
+
+inline constexpr unsigned long rl_INFINITE = static_cast<unsigned long>(-1);
 
 // A kernel object behind a HANDLE (or a CRITICAL_SECTION / SRWLOCK). As
 // in Relacy, an object set up by init() (CreateX, InitializeX) holds a
@@ -50,10 +67,6 @@ struct win_object {
     detail::HeapFree(resource_, detail::kHeapResource, info);
     resource_ = nullptr;
   }
-  // Waits for the object (try_wait: do not block). True when acquired.
-  virtual bool wait(bool try_wait, debug_info info) = 0;
-  // Releases it (SignalObjectAndWait); false if it cannot be.
-  virtual bool signal(debug_info info) = 0;
 
  protected:
   // Called by init(); a re-init keeps the one token.
@@ -65,7 +78,6 @@ struct win_object {
  private:
   void* resource_ = nullptr;
 };
-using win_waitable_object = win_object;
 
 namespace detail {
 // Re-initializes a checker atomic in place (init() starts over, like the
@@ -75,113 +87,286 @@ void ReinitAtomic(atomic<T>* a, T v, debug_info info) {
   a->~atomic<T>();
   new (a) atomic<T>(v, info);
 }
+
+inline uint64_t ThreadBit(unsigned t) { return t < 64 ? uint64_t{1} << t : 0; }
+
+// Dispatcher state of one waitable object. Win32 changes its kernel
+// objects' state under a lock, so WaitForMultipleObjects sees all its
+// objects at one instant and wait-all takes them all at once. Here each
+// object has a lock word (1 while held, taken as rl::mutex is); the
+// object's state (signaled, count, owner, finished) and the fields below
+// are plain data read and changed only while it is held. A multi-object
+// wait holds all its objects' locks (taken in creation order). Taking the
+// lock is an acquire CAS and dropping it a release store, so every
+// operation on an object synchronizes-with the later operations on it (the
+// kernel's object lock; Relacy's per-object sync_var orders only some of
+// them).
+
+// A number per object in creation order, the same in every replay of an
+// execution (addresses are not: the lock order must not depend on them, or
+// a replay would take another path than the execution it replays).
+inline uint64_t NextObjectNumber() {
+  static uint64_t gen = ~uint64_t{0};
+  static uint64_t next = 0;
+  if (gen != Generation()) {
+    gen = Generation();
+    next = 0;
+  }
+  return next++;
+}
+struct WaitState {
+  explicit WaitState(const debug_info& info)
+      : word(0, info), number(NextObjectNumber()) {}
+  atomic<uint64_t> word;
+  uint64_t number;        // lock order
+  uint64_t waiting = 0;   // wait-any waiters a PulseEvent may release
+  uint64_t released = 0;  // waiters a PulseEvent released through it
+  uint64_t rung = 0;      // waiters whose doorbell a state change rings
+  void Reset(const debug_info& info) {
+    ReinitAtomic(&word, uint64_t{0}, info);
+    number = NextObjectNumber();
+    waiting = released = rung = 0;
+  }
+};
+
+// A waiting thread's doorbell (per execution and thread): every state
+// change of an object it waits for increments it, so the waiter blocks on
+// one word (the newest value read, or the wait is pruned) and wakes on a
+// change of any of its objects. Made by the waiter itself before it
+// registers under the objects' locks, so every ringer (which holds one of
+// those locks afterwards) happens-after its initialization.
+struct Doorbells {
+  static constexpr unsigned kMax = 64;
+  alignas(atomic<uint64_t>) unsigned char buf[kMax][sizeof(atomic<uint64_t>)];
+  uint64_t made = 0;
+  uint64_t gen = ~uint64_t{0};
+  // Threads a PulseEvent released whose wait has not returned yet: a later
+  // pulse (of another object they wait for) skips them.
+  uint64_t pulsed = 0;
+};
+inline Doorbells& Bells() {
+  static Doorbells d;
+  if (d.gen != Generation()) {
+    d.gen = Generation();
+    d.made = 0;
+    d.pulsed = 0;
+  }
+  return d;
+}
+inline atomic<uint64_t>* Doorbell(unsigned t, const debug_info& info) {
+  Doorbells& d = Bells();
+  if (t >= Doorbells::kMax) return nullptr;
+  auto* a = reinterpret_cast<atomic<uint64_t>*>(d.buf[t]);
+  if ((d.made & ThreadBit(t)) == 0) {
+    new (a) atomic<uint64_t>(0, info);
+    d.made |= ThreadBit(t);
+  }
+  return a;
+}
+
+inline uint64_t LockState(WaitState& s, const debug_info& info) {
+  for (;;) {
+    uint64_t expected = 0;
+    // Pairs with: the release store in UnlockState (the previous operation
+    // on the object). As rl::mutex: a failed CAS is a read of a held lock
+    // (it writes nothing, so it wakes nobody).
+    if (s.word.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
+                                       info))
+      return 0;
+    // Held: until the holder unlocks (pruned if that read was stale);
+    // unwinding: go on without it.
+    if (!WaitBlocked(info)) return 0;
+  }
+}
+// changed: the object's state changed (the waiters registered on it are
+// rung).
+inline void UnlockState(WaitState& s, uint64_t /*v*/, bool changed,
+                        const debug_info& info) {
+  if (changed) {
+    for (uint64_t m = s.rung; m != 0; m &= m - 1) {
+      atomic<uint64_t>* b =
+          Doorbell(static_cast<unsigned>(__builtin_ctzll(m)), info);
+      // Relaxed: the ring only wakes the waiter, which then takes the
+      // objects' locks (acquire) to look at them.
+      if (b != nullptr) b->fetch_add(1, mo_relaxed, info);
+    }
+  }
+  // Pairs with: the acquire CAS in LockState (the next operation).
+  s.word.store(0, mo_release, info);
+}
 }  // namespace detail
 
-// Event (CreateEvent): a state word, 1 while signaled. Every operation on it
-// is a read-modify-write or a wait that re-reads the newest value, so the
-// state evolves in one total order, as a kernel event's does.
-class generic_event : public win_object {
+// An object a thread can wait for (WaitForSingleObject,
+// WaitForMultipleObjects, SignalObjectAndWait): an event, a semaphore, a
+// mutex handle or a thread handle. Its state is dispatcher data guarded
+// by its WaitState (above).
+struct win_waitable_object : win_object {
+  explicit win_waitable_object(debug_info info = RL_CURRENT_INFO)
+      : own_(info), state_(&own_) {}
+  // Relacy's interface: waits for the object (try_wait: do not block);
+  // true when it was acquired. Defined below (WaitObjects).
+  bool wait(bool try_wait, debug_info info = RL_CURRENT_INFO);
+  // Releases it (SignalObjectAndWait): false if it cannot be.
+  bool signal(debug_info info = RL_CURRENT_INFO) {
+    uint64_t v = detail::LockState(*state_, info);
+    bool ok = SignalLocked(info);
+    detail::UnlockState(*state_, v, ok, info);
+    return ok;
+  }
+
+  // Dispatcher side, called with the object's lock held.
+  virtual bool SignalLocked(const debug_info& info) = 0;
+  // Could the thread take the object now (Ready); take it (Take; returns
+  // whether the object's state changed).
+  virtual bool Ready(unsigned me) const = 0;
+  virtual bool Take(unsigned me) = 0;
+  detail::WaitState& State() { return *state_; }
+  const detail::WaitState& State() const { return *state_; }
+
+ protected:
+  // A thread handle keeps its state outside the handle.
+  void UseState(detail::WaitState* s) { state_ = s; }
+  detail::WaitState own_;
+
+ private:
+  detail::WaitState* state_;
+};
+
+namespace detail {
+// The operations of one object under its lock.
+class Locked {
+ public:
+  Locked(win_waitable_object& o, const debug_info& info)
+      : s_(o.State()), info_(info), v_(LockState(s_, info)) {}
+  ~Locked() { UnlockState(s_, v_, changed, info_); }
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+  bool changed = false;
+
+ private:
+  WaitState& s_;
+  debug_info info_;
+  uint64_t v_;
+};
+}  // namespace detail
+
+// Event (CreateEvent). PulseEvent releases the threads waiting at that
+// instant (manual reset: all; auto reset: one, every choice explored) and
+// leaves the event reset; with no waiter it does nothing: a waiter that
+// was not waiting yet misses it (the classic lost wake-up).
+class generic_event : public win_waitable_object {
  public:
   generic_event(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : state_(0, info) {}
+      : win_waitable_object(info) {}
   void init(bool manual_reset, bool initial_state,
             debug_info info = RL_CURRENT_INFO) {
+    own_.Reset(info);
     manual_reset_ = manual_reset;
-    detail::ReinitAtomic(&state_, initial_state ? 1 : 0, info);
+    signaled_ = initial_state;
     TakeResource();
   }
   void set(debug_info info = RL_CURRENT_INFO) {
-    // Pairs with: the acquire read of the state in wait() that sees it set.
-    state_.exchange(1, mo_release, info);
+    detail::Locked l(*this, info);
+    l.changed = SignalLocked(info);
   }
   void reset(debug_info info = RL_CURRENT_INFO) {
-    // Relaxed: a reset publishes nothing; being an RMW it still reads (and
-    // so is ordered after) the newest set.
-    state_.exchange(0, mo_relaxed, info);
+    detail::Locked l(*this, info);
+    l.changed = signaled_;
+    signaled_ = false;
   }
-  bool wait(bool try_wait, debug_info info) override {
-    for (;;) {
-      if (manual_reset_) {
-        // Pairs with: the release exchange in set().
-        if (state_.load(mo_acquire, info) == 1) return true;
-      } else {
-        int expected = 1;
-        // Pairs with: the release exchange in set(); consumes the signal.
-        if (state_.compare_exchange_strong(expected, 0, mo_acquire, mo_relaxed,
-                                           info))
-          return true;
-      }
-      if (try_wait) return false;
-      // Until another thread sets it (or DEADLOCK); unwinding: give up.
-      if (!detail::WaitBlocked(info)) return false;
+  void pulse(debug_info info = RL_CURRENT_INFO) {
+    detail::Locked l(*this, info);
+    detail::WaitState& s = State();
+    detail::Doorbells& d = detail::Bells();
+    uint64_t candidates = s.waiting & ~d.pulsed;
+    uint64_t chosen = candidates;
+    if (!manual_reset_ && candidates != 0) {
+      // One waiter; which one is not specified: explore each.
+      unsigned k =
+          rand(static_cast<unsigned>(__builtin_popcountll(candidates)), info);
+      while (k-- > 0) chosen &= chosen - 1;
+      chosen &= ~(chosen - 1);
     }
+    s.released |= chosen;
+    d.pulsed |= chosen;
+    // Win32: reset after the pulse, whether it was set before or not.
+    l.changed = chosen != 0 || signaled_;
+    signaled_ = false;
   }
-  bool signal(debug_info info) override {
-    set(info);
+  bool SignalLocked(const debug_info&) override {
+    bool was = signaled_;
+    signaled_ = true;
+    return !was;
+  }
+  bool Ready(unsigned me) const override {
+    return signaled_ || (State().released & detail::ThreadBit(me)) != 0;
+  }
+  bool Take(unsigned me) override {
+    detail::WaitState& s = State();
+    if ((s.released & detail::ThreadBit(me)) != 0) {
+      s.released &= ~detail::ThreadBit(me);  // the pulse's wake-up
+      return false;
+    }
+    if (manual_reset_) return false;
+    signaled_ = false;
     return true;
   }
 
  private:
-  atomic<int> state_;
   bool manual_reset_ = false;
+  bool signaled_ = false;
 };
 
-// Counting semaphore (CreateSemaphore): the same protocol as the POSIX
-// sem_t shim in relacy_std.hpp, with Win32's maximum count.
+// Counting semaphore (CreateSemaphore).
 template <typename Tag = void>
-class semaphore : public win_object {
+class semaphore : public win_waitable_object {
  public:
   semaphore(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : count_(0, info) {}
+      : win_waitable_object(info) {}
   void init(bool /*spurious_wakeups*/, unsigned initial_count,
             unsigned max_count, debug_info info = RL_CURRENT_INFO) {
+    own_.Reset(info);
     max_ = max_count;
-    detail::ReinitAtomic(&count_, initial_count, info);
+    count_ = initial_count;
     TakeResource();
   }
   // Adds count; false (nothing added) if that would pass the maximum.
   bool post(unsigned count, unsigned& prev_count,
             debug_info info = RL_CURRENT_INFO) {
-    unsigned v = count_.load(mo_relaxed, info);
-    for (;;) {
-      prev_count = v;
-      if (count == 0 || v + count > max_ || v + count < v) return false;
-      // Pairs with: the acquire CAS in wait() that takes a unit of it.
-      if (count_.compare_exchange_strong(v, v + count, mo_release, mo_relaxed,
-                                         info))
-        return true;
-    }
+    detail::Locked l(*this, info);
+    prev_count = count_;
+    if (count == 0 || count_ + count > max_ || count_ + count < count_)
+      return false;
+    count_ += count;
+    l.changed = true;
+    return true;
   }
-  bool wait(bool try_wait, debug_info info) override {
-    for (;;) {
-      unsigned v = count_.load(mo_relaxed, info);
-      if (v == 0) {
-        if (try_wait) return false;
-        // Until a thread releases (or DEADLOCK); unwinding: give up.
-        if (!detail::WaitBlocked(info)) return false;
-        continue;
-      }
-      // Pairs with: the release CAS in post().
-      if (count_.compare_exchange_strong(v, v - 1, mo_acquire, mo_relaxed,
-                                         info))
-        return true;
-    }
+  int get_value(debug_info info = RL_CURRENT_INFO) {
+    detail::Locked l(*this, info);
+    return static_cast<int>(count_);
   }
-  bool signal(debug_info info) override {
-    unsigned prev = 0;
-    return post(1, prev, info);
+  bool SignalLocked(const debug_info&) override {
+    if (count_ + 1 > max_) return false;
+    count_ += 1;
+    return true;
+  }
+  bool Ready(unsigned) const override { return count_ > 0; }
+  bool Take(unsigned) override {
+    count_ -= 1;
+    return true;
   }
 
  private:
-  atomic<unsigned> count_;
+  unsigned count_ = 0;
   unsigned max_ = ~0u;
 };
 
-// Mutex under Win32's names (CRITICAL_SECTION, SRWLOCK, CreateMutex): an
-// rl::mutex or rl::recursive_mutex (acquisition synchronizes-with the
-// previous release; DEADLOCK, RECURSION ON NON-RECURSIVE MUTEX and
-// UNLOCKING MUTEX W/O OWNERSHIP as for those). Shared locking of an SRWLOCK
-// is modelled as exclusive (as rl::mutex::lock_shared is).
+// Mutex under Win32's names for CRITICAL_SECTION and SRWLOCK: an rl::mutex
+// or rl::recursive_mutex (acquisition synchronizes-with the previous
+// release; DEADLOCK, RECURSION ON NON-RECURSIVE MUTEX and UNLOCKING MUTEX
+// W/O OWNERSHIP as for those). Shared locking of an SRWLOCK is modelled as
+// exclusive (as rl::mutex::lock_shared is). Not waitable (neither is a
+// critical section in Win32); a CreateMutex handle is win_mutex, below.
 template <typename Tag = void>
 class generic_mutex : public win_object {
  public:
@@ -219,15 +404,6 @@ class generic_mutex : public win_object {
   // Relacy's std-style spellings.
   void lock(debug_info info = RL_CURRENT_INFO) { lock_exclusive(info); }
   void unlock(debug_info info = RL_CURRENT_INFO) { unlock_exclusive(info); }
-  bool wait(bool try_wait, debug_info info) override {
-    if (try_wait) return try_lock_exclusive(info);
-    lock_exclusive(info);
-    return true;
-  }
-  bool signal(debug_info info) override {
-    unlock_exclusive(info);
-    return true;
-  }
 
  private:
   mutex m_;
@@ -235,50 +411,335 @@ class generic_mutex : public win_object {
   bool recursive_ = true;  // CRITICAL_SECTION's default
 };
 
-// A thread created by CreateThread / _beginthreadex: waiting for its handle
-// joins it (its end synchronizes-with the wait's return). Later waits
-// return at once.
-class win_thread : public win_object {
+// A mutex handle (CreateMutex): recursive, owned by the thread whose wait
+// took it; ReleaseMutex by another thread is UNLOCKING MUTEX W/O OWNERSHIP
+// (as Relacy reports it). A thread that ends owning it does not abandon it
+// (no WAIT_ABANDONED): its waiters wait on (DEADLOCK).
+class win_mutex : public win_waitable_object {
+ public:
+  win_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : win_waitable_object(info) {}
+  void init(debug_info info = RL_CURRENT_INFO) {
+    own_.Reset(info);
+    owner_ = -1;
+    count_ = 0;
+    TakeResource();
+  }
+  void unlock(debug_info info = RL_CURRENT_INFO) {
+    bool ok;
+    {
+      detail::Locked l(*this, info);
+      ok = l.changed = SignalLocked(info);
+    }
+    if (!ok)
+      detail::Fail(test_result_unlocking_mutex_wo_ownership,
+                   "ReleaseMutex of a mutex the thread does not own", info);
+  }
+  bool SignalLocked(const debug_info&) override {
+    if (count_ == 0 || owner_ != static_cast<int>(thread_index())) return false;
+    if (--count_ == 0) owner_ = -1;
+    return true;
+  }
+  bool Ready(unsigned me) const override {
+    return count_ == 0 || owner_ == static_cast<int>(me);
+  }
+  bool Take(unsigned me) override {
+    owner_ = static_cast<int>(me);
+    ++count_;
+    return true;
+  }
+
+ private:
+  int owner_ = -1;
+  unsigned count_ = 0;
+};
+
+namespace detail {
+// Per execution, per CreateThread call (in order): the state of the thread,
+// kept outside the handle, which its creator may close while the thread
+// runs.
+struct ThreadEnds {
+  static constexpr unsigned kMax = 64;
+  alignas(WaitState) unsigned char buf[kMax][sizeof(WaitState)];
+  bool finished[kMax] = {};
+  unsigned count = 0;
+  uint64_t gen = ~uint64_t{0};
+};
+inline ThreadEnds& Ends() {
+  static ThreadEnds e;
+  if (e.gen != Generation()) {
+    e.gen = Generation();
+    e.count = 0;
+    for (bool& f : e.finished) f = false;
+  }
+  return e;
+}
+// Made by the creator before it starts the thread (so the thread, and
+// every thread that learns of the handle from the creator, happens-after
+// it); -1 if there are too many.
+inline int NewEndState(const debug_info& info) {
+  ThreadEnds& e = Ends();
+  if (e.count >= ThreadEnds::kMax) return -1;
+  new (e.buf[e.count]) WaitState(info);
+  return static_cast<int>(e.count++);
+}
+inline WaitState* EndState(int k) {
+  return reinterpret_cast<WaitState*>(Ends().buf[k]);
+}
+}  // namespace detail
+
+// A thread created by CreateThread / _beginthreadex (a dynamic checker
+// thread; the suite declares dynamic_thread_count). Its handle is
+// signaled once the thread function returned: a wait for it
+// synchronizes-with everything the thread did.
+class win_thread : public win_waitable_object {
  public:
   template <typename R>
   win_thread(R (*fn)(void*), void* param, debug_info info)
-      : fn_(reinterpret_cast<void (*)()>(fn)), param_(param) {
+      : win_waitable_object(info),
+        fn_(reinterpret_cast<void (*)()>(fn)),
+        param_(param) {
     call_ = &Call<R>;
+    end_ = detail::NewEndState(info);
+    if (end_ < 0) return;  // more than ThreadEnds::kMax threads: not started
+    UseState(detail::EndState(end_));
     handle_ = detail::CreateThread(&Start, this, info);
   }
-  bool wait(bool try_wait, debug_info info) override {
-    if (joined_) return true;
-    // A poll of a running thread is not modelled: report "not yet".
-    if (try_wait) return false;
-    detail::JoinThread(handle_, info);
-    joined_ = true;
-    return true;
-  }
-  bool signal(debug_info) override { return false; }
   bool started() const { return handle_ >= 0; }
+  bool SignalLocked(const debug_info&) override { return false; }
+  bool Ready(unsigned) const override {
+    return end_ >= 0 && detail::Ends().finished[end_];
+  }
+  bool Take(unsigned) override { return false; }
 
  private:
   template <typename R>
-  static void Call(win_thread* t) {
-    reinterpret_cast<R (*)(void*)>(t->fn_)(t->param_);
+  static void Call(void (*fn)(), void* param) {
+    reinterpret_cast<R (*)(void*)>(fn)(param);
   }
   static void* Start(void* p) {
     auto* t = static_cast<win_thread*>(p);
-    t->call_(t);
+    // Copied first: the creator may close the handle while we run.
+    void (*call)(void (*)(), void*) = t->call_;
+    void (*fn)() = t->fn_;
+    void* param = t->param_;
+    const int end = t->end_;
+    const debug_info info = RL_CURRENT_INFO;
+    call(fn, param);
+    detail::WaitState* s = detail::EndState(end);
+    uint64_t v = detail::LockState(*s, info);
+    detail::Ends().finished[end] = true;
+    detail::UnlockState(*s, v, true, info);
     return nullptr;
   }
   void (*fn_)();
   void* param_;
-  void (*call_)(win_thread*) = nullptr;
+  void (*call_)(void (*)(), void*) = nullptr;
   int handle_ = -1;
-  bool joined_ = false;
+  int end_ = -1;  // its ThreadEnds entry
 };
 
+namespace detail {
+inline constexpr long kWaitTimedOut = -1;
+inline constexpr long kWaitFailed = -2;
+inline constexpr unsigned long kMaxWaitObjects = 64;  // MAXIMUM_WAIT_OBJECTS
+
+// With the locks held: the object a wait takes now (wait-any: the one a
+// pulse released it through, else the lowest-indexed ready one; wait-all:
+// 0 if all are ready), or -1.
+inline long Choose(unsigned long n, win_waitable_object* const* h,
+                   bool wait_all, unsigned me) {
+  if (wait_all) {
+    for (unsigned long i = 0; i < n; ++i)
+      if (!h[i]->Ready(me)) return -1;
+    return 0;
+  }
+  for (unsigned long i = 0; i < n; ++i)
+    if ((h[i]->State().released & ThreadBit(me)) != 0)
+      return static_cast<long>(i);
+  for (unsigned long i = 0; i < n; ++i)
+    if (h[i]->Ready(me)) return static_cast<long>(i);
+  return -1;
+}
+
+// The objects whose locks a wait takes (its own, and the one
+// SignalObjectAndWait signals), in creation order so two waits cannot
+// deadlock, with what each held when locked and whether its state changed.
+struct LockSet {
+  struct Entry {
+    win_waitable_object* o;
+    uint64_t v;
+    bool changed;
+  };
+  Entry e[kMaxWaitObjects + 1];
+  unsigned n = 0;
+};
+inline void Prepare(LockSet& l, unsigned long n, win_waitable_object* const* h,
+                    win_waitable_object* extra) {
+  l.n = 0;
+  for (unsigned long i = 0; i < n; ++i) l.e[l.n++] = {h[i], 0, false};
+  if (extra != nullptr) l.e[l.n++] = {extra, 0, false};
+  // Insertion sort (no allocation; at most 65 entries).
+  for (unsigned i = 1; i < l.n; ++i)
+    for (unsigned j = i;
+         j > 0 && l.e[j].o->State().number < l.e[j - 1].o->State().number; --j)
+      std::swap(l.e[j], l.e[j - 1]);
+  unsigned m = 0;  // drop the signaled object if it is also waited for
+  for (unsigned i = 0; i < l.n; ++i)
+    if (m == 0 || l.e[m - 1].o != l.e[i].o) l.e[m++] = l.e[i];
+  l.n = m;
+}
+inline void LockAll(LockSet& l, const debug_info& info) {
+  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p) {
+    p->v = LockState(p->o->State(), info);
+    p->changed = false;
+  }
+}
+inline void UnlockAll(LockSet& l, const debug_info& info) {
+  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p)
+    UnlockState(p->o->State(), p->v, p->changed, info);
+}
+inline void MarkChanged(LockSet& l, const win_waitable_object* x) {
+  for (LockSet::Entry* p = l.e; p != l.e + l.n; ++p)
+    if (p->o == x) p->changed = true;
+}
+
+// With the locks held: take what Choose picked (r >= 0) and stop
+// waiting.
+inline void TakeChosen(LockSet& l, unsigned long n,
+                       win_waitable_object* const* h, bool wait_all, long r,
+                       unsigned me) {
+  for (unsigned long i = 0; i < n; ++i) {
+    if (r >= 0 && (wait_all || static_cast<long>(i) == r) && h[i]->Take(me))
+      MarkChanged(l, h[i]);
+  }
+  for (unsigned long i = 0; i < n; ++i) {
+    WaitState& s = h[i]->State();
+    s.waiting &= ~ThreadBit(me);
+    s.released &= ~ThreadBit(me);
+    s.rung &= ~ThreadBit(me);
+  }
+  Bells().pulsed &= ~ThreadBit(me);
+}
+
+// WaitForSingleObject / WaitForMultipleObjects / SignalObjectAndWait (which
+// signals to_signal under the same locks, so a PulseEvent after the signal
+// finds the thread waiting): the index taken (wait-all: 0), kWaitTimedOut
+// or kWaitFailed. timeout 0 polls; INFINITE blocks (a wait no thread can
+// satisfy is a DEADLOCK); a finite timeout blocks too, but may time out
+// whenever nothing changed since it last looked (see the top).
+inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
+                        bool wait_all, unsigned long timeout,
+                        const debug_info& info,
+                        win_waitable_object* to_signal = nullptr) {
+  if (n == 0 || n > kMaxWaitObjects) return kWaitFailed;
+  for (unsigned long i = 0; i < n; ++i) {
+    if (h[i] == nullptr) return kWaitFailed;
+    for (unsigned long j = 0; j < i; ++j)
+      if (h[j] == h[i]) return kWaitFailed;  // ERROR_INVALID_PARAMETER
+  }
+  const unsigned me = thread_index();
+  const bool try_wait = timeout == 0;
+  const bool timed = timeout != rl_INFINITE;
+  LockSet l;
+  Prepare(l, n, h, to_signal);
+  atomic<uint64_t>* bell = nullptr;
+  uint64_t rung = 0;
+  for (;;) {
+    LockAll(l, info);
+    if (to_signal != nullptr) {
+      const bool ok = to_signal->SignalLocked(info);
+      if (ok) MarkChanged(l, to_signal);
+      to_signal = nullptr;
+      if (!ok) {
+        UnlockAll(l, info);
+        return kWaitFailed;
+      }
+    }
+    long r = Choose(n, h, wait_all, me);
+    if (r >= 0 || try_wait) {
+      if (r >= 0) TakeChosen(l, n, h, wait_all, r, me);
+      UnlockAll(l, info);
+      return r >= 0 ? r : kWaitTimedOut;
+    }
+    if (bell == nullptr) bell = Doorbell(me, info);
+    if (bell == nullptr) {  // no doorbell for this thread slot
+      UnlockAll(l, info);
+      return kWaitFailed;
+    }
+    for (unsigned long i = 0; i < n; ++i) {
+      // A PulseEvent never satisfies a wait-all here (see docs).
+      if (!wait_all) h[i]->State().waiting |= ThreadBit(me);
+      h[i]->State().rung |= ThreadBit(me);
+    }
+    // Relaxed: read with the locks held, which every ringer takes.
+    rung = bell->fetch_or(0, mo_relaxed, info);
+    UnlockAll(l, info);
+    // Until one of the objects changes: a ring. Relaxed: a ring is only
+    // a hint to look again (under the locks). A load that is not the
+    // newest is pruned when the thread blocks.
+    int same = 0;
+    while (bell->load(mo_relaxed, info) == rung) {
+      if (timed) {
+        // A timed wait spins instead of blocking: to the checker an
+        // iteration that read the same doorbell value makes no progress,
+        // so it either runs on (and times out here) or waits for a write;
+        // when every thread waits it runs on, so it never deadlocks.
+        if (++same > 2) {
+          LockAll(l, info);
+          r = Choose(n, h, wait_all, me);
+          TakeChosen(l, n, h, wait_all, r, me);  // leaves the wait
+          UnlockAll(l, info);
+          return r >= 0 ? r : kWaitTimedOut;
+        }
+        yield(1, info);
+        continue;
+      }
+      // Until a ring (or DEADLOCK); unwinding: give up.
+      if (!WaitBlocked(info)) return kWaitFailed;
+    }
+  }
+}
+}  // namespace detail
+
+inline bool win_waitable_object::wait(bool try_wait, debug_info info) {
+  win_waitable_object* self = this;
+  return detail::WaitObjects(1, &self, false, try_wait ? 0 : rl_INFINITE,
+                             info) == 0;
+}
+
 using rl_HANDLE = win_object*;
-inline constexpr unsigned long rl_INFINITE = static_cast<unsigned long>(-1);
 inline constexpr unsigned long rl_WAIT_FAILED = static_cast<unsigned long>(-1);
 inline constexpr unsigned long rl_WAIT_OBJECT_0 = 0;
 inline constexpr unsigned long rl_WAIT_TIMEOUT = 258;
+inline constexpr unsigned long rl_WAIT_IO_COMPLETION = 192;
+inline constexpr unsigned long rl_MAXIMUM_WAIT_OBJECTS =
+    detail::kMaxWaitObjects;
+inline constexpr unsigned long rl_CONDITION_VARIABLE_LOCKMODE_SHARED = 1;
+inline constexpr unsigned long rl_ERROR_INVALID_PARAMETER = 87;
+inline constexpr unsigned long rl_ERROR_INVALID_HANDLE = 6;
+inline constexpr unsigned long rl_ERROR_NOT_OWNER = 288;
+inline constexpr unsigned long rl_ERROR_TOO_MANY_POSTS = 298;
+
+namespace detail {
+// GetLastError: per checker thread, zero at the start of every execution.
+inline thread_local_var<unsigned long>& LastError() {
+  static thread_local_var<unsigned long> e;
+  return e;
+}
+inline win_waitable_object* Waitable(rl_HANDLE h) {
+  return h == nullptr ? nullptr : dynamic_cast<win_waitable_object*>(h);
+}
+inline unsigned long WaitResult(long r) {
+  if (r >= 0) return rl_WAIT_OBJECT_0 + static_cast<unsigned long>(r);
+  if (r == kWaitTimedOut) return rl_WAIT_TIMEOUT;
+  LastError().set(rl_ERROR_INVALID_PARAMETER);
+  return rl_WAIT_FAILED;
+}
+}  // namespace detail
+
+inline unsigned long rl_GetLastError() { return detail::LastError().get(); }
+inline void rl_SetLastError(unsigned long e) { detail::LastError().set(e); }
 
 inline int rl_SwitchToThread(debug_info info) {
   yield(1, info);
@@ -288,20 +749,59 @@ inline void rl_Sleep(unsigned long ms, debug_info info) {
   yield(ms != 0 ? static_cast<unsigned>(ms) : 1u, info);
 }
 
+// Alertable waits: no APC is ever queued here, so a wait never returns
+// WAIT_IO_COMPLETION (Relacy rejects alertable waits).
+inline unsigned long rl_WaitForSingleObjectEx(rl_HANDLE h,
+                                              unsigned long timeout,
+                                              int /*alertable*/,
+                                              debug_info info) {
+  win_waitable_object* w = detail::Waitable(h);
+  if (w == nullptr) return detail::WaitResult(detail::kWaitFailed);
+  return detail::WaitResult(detail::WaitObjects(1, &w, false, timeout, info));
+}
 inline unsigned long rl_WaitForSingleObject(rl_HANDLE h, unsigned long timeout,
                                             debug_info info) {
-  if (h == nullptr) return rl_WAIT_FAILED;
-  // A finite timeout is explored as an immediate time-out (see the top).
-  bool ok = h->wait(timeout != rl_INFINITE, info);
-  return ok ? rl_WAIT_OBJECT_0 : rl_WAIT_TIMEOUT;
+  return rl_WaitForSingleObjectEx(h, timeout, 0, info);
 }
+// wait_all: returns WAIT_OBJECT_0 once every object is signaled at one
+// instant (taking them all then); otherwise WAIT_OBJECT_0 + the lowest index
+// of a signaled object (taking that one). Bad arguments (no handle, more
+// than MAXIMUM_WAIT_OBJECTS, a null, a non-waitable or a repeated handle)
+// are WAIT_FAILED with GetLastError() ERROR_INVALID_PARAMETER.
+inline unsigned long rl_WaitForMultipleObjectsEx(
+    unsigned long count, const rl_HANDLE* handles, int wait_all,
+    unsigned long timeout, int /*alertable*/, debug_info info) {
+  if (handles == nullptr || count == 0 || count > detail::kMaxWaitObjects)
+    return detail::WaitResult(detail::kWaitFailed);
+  win_waitable_object* w[detail::kMaxWaitObjects];
+  for (unsigned long i = 0; i < count; ++i) {
+    w[i] = detail::Waitable(handles[i]);
+    if (w[i] == nullptr) return detail::WaitResult(detail::kWaitFailed);
+  }
+  return detail::WaitResult(
+      detail::WaitObjects(count, w, wait_all != 0, timeout, info));
+}
+inline unsigned long rl_WaitForMultipleObjects(unsigned long count,
+                                               const rl_HANDLE* handles,
+                                               int wait_all,
+                                               unsigned long timeout,
+                                               debug_info info) {
+  return rl_WaitForMultipleObjectsEx(count, handles, wait_all, timeout, 0,
+                                     info);
+}
+// Signals one object and starts waiting for the other in one step: a
+// PulseEvent of to_wait after the signal finds the thread waiting.
 inline unsigned long rl_SignalObjectAndWait(rl_HANDLE to_signal,
                                             rl_HANDLE to_wait,
                                             unsigned long timeout,
                                             int /*alertable*/,
                                             debug_info info) {
-  if (to_signal == nullptr || !to_signal->signal(info)) return rl_WAIT_FAILED;
-  return rl_WaitForSingleObject(to_wait, timeout, info);
+  win_waitable_object* s = detail::Waitable(to_signal);
+  win_waitable_object* w = detail::Waitable(to_wait);
+  if (s == nullptr || w == nullptr)
+    return detail::WaitResult(detail::kWaitFailed);
+  return detail::WaitResult(
+      detail::WaitObjects(1, &w, false, timeout, info, s));
 }
 namespace detail {
 // The handles open in the running execution. CloseHandle of anything else
@@ -364,12 +864,32 @@ inline rl_HANDLE rl_CreateEvent(void* /*security*/, int manual_reset,
   ev->init(manual_reset != 0, initial_state != 0, info);
   return ev;
 }
+namespace detail {
+// The object behind a handle of the expected kind, or null (then the call
+// fails with ERROR_INVALID_HANDLE, as Win32's does).
+template <typename T>
+T* HandleAs(rl_HANDLE h) {
+  T* t = h == nullptr ? nullptr : dynamic_cast<T*>(h);
+  if (t == nullptr) LastError().set(rl_ERROR_INVALID_HANDLE);
+  return t;
+}
+}  // namespace detail
 inline int rl_SetEvent(rl_HANDLE ev, debug_info info) {
-  static_cast<generic_event*>(ev)->set(info);
+  generic_event* e = detail::HandleAs<generic_event>(ev);
+  if (e == nullptr) return 0;
+  e->set(info);
   return 1;
 }
 inline int rl_ResetEvent(rl_HANDLE ev, debug_info info) {
-  static_cast<generic_event*>(ev)->reset(info);
+  generic_event* e = detail::HandleAs<generic_event>(ev);
+  if (e == nullptr) return 0;
+  e->reset(info);
+  return 1;
+}
+inline int rl_PulseEvent(rl_HANDLE ev, debug_info info) {
+  generic_event* e = detail::HandleAs<generic_event>(ev);
+  if (e == nullptr) return 0;
+  e->pulse(info);
   return 1;
 }
 
@@ -386,11 +906,16 @@ inline rl_HANDLE rl_CreateSemaphore(void* /*security*/, long initial_count,
 }
 inline int rl_ReleaseSemaphore(rl_HANDLE sema, long count, long* prev_count,
                                debug_info info) {
-  if (count <= 0) return 0;
+  auto* s = detail::HandleAs<semaphore<sem_tag_win>>(sema);
+  if (s == nullptr) return 0;
+  if (count <= 0) {
+    detail::LastError().set(rl_ERROR_INVALID_PARAMETER);
+    return 0;
+  }
   unsigned prev = 0;
-  bool ok = static_cast<semaphore<sem_tag_win>*>(sema)->post(
-      static_cast<unsigned>(count), prev, info);
+  bool ok = s->post(static_cast<unsigned>(count), prev, info);
   if (prev_count != nullptr) *prev_count = static_cast<long>(prev);
+  if (!ok) detail::LastError().set(rl_ERROR_TOO_MANY_POSTS);
   return ok ? 1 : 0;
 }
 
@@ -421,6 +946,12 @@ inline void rl_LeaveCriticalSection(rl_CRITICAL_SECTION* m, debug_info info) {
 
 struct mutex_tag_win_srwl;
 using rl_SRWLOCK = generic_mutex<mutex_tag_win_srwl>;
+inline int rl_InitializeCriticalSectionEx(rl_CRITICAL_SECTION* m, unsigned long,
+                                          unsigned long, debug_info info) {
+  m->init(false, true, false, false, info);
+  return 1;
+}
+
 inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
   l->init(true, false, false, false, info);
 }
@@ -465,17 +996,18 @@ inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE* cv,
   cv->notify_all(info);
 }
 
-struct mutex_tag_win_mutex;
-using rl_win_mutex = generic_mutex<mutex_tag_win_mutex>;
+using rl_win_mutex = win_mutex;
 inline rl_HANDLE rl_CreateMutex(void* /*security*/, int initial_owner,
                                 const void* /*name*/, debug_info info) {
   auto* m = detail::Opened(new rl_win_mutex(info));
-  m->init(false, true, false, false, info);
-  if (initial_owner != 0) m->lock_exclusive(info);
+  m->init(info);
+  if (initial_owner != 0) m->wait(false, info);
   return m;
 }
 inline int rl_ReleaseMutex(rl_HANDLE m, debug_info info) {
-  static_cast<rl_win_mutex*>(m)->unlock_exclusive(info);
+  rl_win_mutex* mx = detail::HandleAs<rl_win_mutex>(m);
+  if (mx == nullptr) return 0;
+  mx->unlock(info);
   return 1;
 }
 
@@ -506,6 +1038,15 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
       detail::Opened(static_cast<win_object*>(t)));
 }
 
+// As Relacy: accepted, no effect on the model (the checker has no CPUs to
+// pin to, and suspending a thread is not modelled).
+inline unsigned long rl_SetThreadAffinityMask(rl_HANDLE, unsigned long mask,
+                                              debug_info) {
+  return mask;
+}
+inline unsigned long rl_SuspendThread(rl_HANDLE, debug_info) { return 0; }
+inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
+
 }  // namespace rl
 
 #ifndef RL_STDCALL
@@ -519,6 +1060,16 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
 #define WAIT_FAILED ::rl::rl_WAIT_FAILED
 #define WAIT_OBJECT_0 ::rl::rl_WAIT_OBJECT_0
 #define WAIT_TIMEOUT ::rl::rl_WAIT_TIMEOUT
+#define WAIT_IO_COMPLETION ::rl::rl_WAIT_IO_COMPLETION
+#define MAXIMUM_WAIT_OBJECTS ::rl::rl_MAXIMUM_WAIT_OBJECTS
+#define CONDITION_VARIABLE_LOCKMODE_SHARED \
+  ::rl::rl_CONDITION_VARIABLE_LOCKMODE_SHARED
+#define ERROR_INVALID_PARAMETER ::rl::rl_ERROR_INVALID_PARAMETER
+#define ERROR_INVALID_HANDLE ::rl::rl_ERROR_INVALID_HANDLE
+#define ERROR_NOT_OWNER ::rl::rl_ERROR_NOT_OWNER
+#define ERROR_TOO_MANY_POSTS ::rl::rl_ERROR_TOO_MANY_POSTS
+#define GetLastError() ::rl::rl_GetLastError()
+#define SetLastError(e) ::rl::rl_SetLastError(e)
 #define CRITICAL_SECTION ::rl::rl_CRITICAL_SECTION
 #define SRWLOCK ::rl::rl_SRWLOCK
 #define SwitchToThread() ::rl::rl_SwitchToThread(RL_INFO)
@@ -526,6 +1077,14 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
 #define CloseHandle(h) ::rl::rl_CloseHandle((h), RL_INFO)
 #define WaitForSingleObject(h, timeout) \
   ::rl::rl_WaitForSingleObject((h), (timeout), RL_INFO)
+#define WaitForSingleObjectEx(h, timeout, alertable) \
+  ::rl::rl_WaitForSingleObjectEx((h), (timeout), (alertable), RL_INFO)
+#define WaitForMultipleObjects(count, handles, wait_all, timeout)            \
+  ::rl::rl_WaitForMultipleObjects((count), (handles), (wait_all), (timeout), \
+                                  RL_INFO)
+#define WaitForMultipleObjectsEx(count, handles, wait_all, timeout, alertable) \
+  ::rl::rl_WaitForMultipleObjectsEx((count), (handles), (wait_all), (timeout), \
+                                    (alertable), RL_INFO)
 #define SignalObjectAndWait(s, w, timeout, alertable) \
   ::rl::rl_SignalObjectAndWait((s), (w), (timeout), (alertable), RL_INFO)
 #define CreateEvent(sec, manual, initial, name) \
@@ -534,6 +1093,7 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
 #define CreateEventW CreateEvent
 #define SetEvent(ev) ::rl::rl_SetEvent((ev), RL_INFO)
 #define ResetEvent(ev) ::rl::rl_ResetEvent((ev), RL_INFO)
+#define PulseEvent(ev) ::rl::rl_PulseEvent((ev), RL_INFO)
 #define CreateSemaphore(sec, initial, max, name) \
   ::rl::rl_CreateSemaphore((sec), (initial), (max), (name), RL_INFO)
 #define CreateSemaphoreA CreateSemaphore
@@ -554,6 +1114,8 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
 #define TryEnterCriticalSection(cs) \
   ::rl::rl_TryEnterCriticalSection((cs), RL_INFO)
 #define LeaveCriticalSection(cs) ::rl::rl_LeaveCriticalSection((cs), RL_INFO)
+#define InitializeCriticalSectionEx(cs, spin, flags) \
+  ::rl::rl_InitializeCriticalSectionEx((cs), (spin), (flags), RL_INFO)
 #define InitializeSRWLock(l) ::rl::rl_InitializeSRWLock((l), RL_INFO)
 #define AcquireSRWLockExclusive(l) (l)->lock_exclusive(RL_INFO)
 #define AcquireSRWLockShared(l) (l)->lock_shared(RL_INFO)
@@ -577,5 +1139,10 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 #define _beginthreadex(sec, stack, fn, param, flags, id) \
   ::rl::rl_beginthreadex((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
+
+#define SetThreadAffinityMask(th, mask) \
+  ::rl::rl_SetThreadAffinityMask((th), (mask), RL_INFO)
+#define SuspendThread(th) ::rl::rl_SuspendThread((th), RL_INFO)
+#define ResumeThread(th) ::rl::rl_ResumeThread((th), RL_INFO)
 
 #endif  // PERCPU_VERIFICATION_RELACY_WINDOWS_H_
