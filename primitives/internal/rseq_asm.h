@@ -171,6 +171,14 @@ inline Atomic<uint64_t>* SlotAt(uintptr_t base, size_t stride, uint32_t cpu) {
 #define PERCPU_RSEQ_X86_DISARM "movq $0, %%fs:8(%[off])\n\t"
 #endif
 #define PERCPU_RSEQ_A64_DISARM "str xzr, [%[rseq], #8]\n\t"
+// aarch64: (re)start at 0: by arming rseq->rseq_cs with the descriptor
+// (through %[t]), then label 1, the section's start_ip.
+#define PERCPU_RSEQ_A64_ARM_AT_T              \
+  "0:\n\t"                                    \
+  "adrp %[t], 3b\n\t"                         \
+  "add %[t], %[t], :lo12:3b\n\t"              \
+  "str %[t], [%[rseq], #8]\n\t"               \
+  "1:\n\t"
 //
 // Present-mask bound (RseqAddU64Present, RseqLatchAddPair): the section
 // also tests the CPU's bit in a topology's present-mask words (bit c of
@@ -394,11 +402,7 @@ template <int kShift>
   __asm__ __volatile__ goto(
       PERCPU_RSEQ_DESCRIPTOR
       PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 6f\n\t")
-      "0:\n\t"
-      "adrp %[t], 3b\n\t"
-      "add %[t], %[t], :lo12:3b\n\t"
-      "str %[t], [%[rseq], #8]\n\t"
-      "1:\n\t"
+      PERCPU_RSEQ_A64_ARM_AT_T
       // The 32-bit load zero-extends cpu into the x register.
       "ldr %w[t], [%[rseq], #4]\n\t"
       "cmp %w[t], %w[n]\n\t"
@@ -578,11 +582,7 @@ inline uint32_t RseqAddU64Present(uintptr_t base, size_t stride, uint32_t n,
   __asm__ __volatile__ goto(
       PERCPU_RSEQ_DESCRIPTOR
       PERCPU_RSEQ_EXIT_POINTS(".quad 1f, 6f\n\t")
-      "0:\n\t"
-      "adrp %[t], 3b\n\t"
-      "add %[t], %[t], :lo12:3b\n\t"
-      "str %[t], [%[rseq], #8]\n\t"
-      "1:\n\t"
+      PERCPU_RSEQ_A64_ARM_AT_T
       "ldr %w[t], [%[rseq], #4]\n\t"
       "cmp %w[t], %w[n]\n\t"
       "b.hs 6f\n\t"
