@@ -394,7 +394,12 @@ __attribute__((noinline)) void UpdateTargets::RunRseqFloor(uint64_t iters) {
     for (uint64_t i = 0; i < iters; ++i) {
       uint64_t cpu, tmp;
       __asm__ __volatile__(
-          PERCPU_RSEQ_DESCRIPTOR
+          ".pushsection __rseq_cs, \"aw?\"\n\t"
+          ".balign 32\n\t"
+          "3:\n\t"
+          ".long 0, 0\n\t"
+          ".quad 1f, (2f - 1f), 4f\n\t"
+          ".popsection\n\t"
           "0:\n\t"
           "leaq 3b(%%rip), %[tmp]\n\t"
           "movq %[tmp], %%fs:8(%[off])\n\t"
@@ -405,7 +410,9 @@ __attribute__((noinline)) void UpdateTargets::RunRseqFloor(uint64_t iters) {
           "addq $1, %[tmp]\n\t"
           "movq %[tmp], (%[base],%[cpu])\n\t"
           "2:\n\t"
-          PERCPU_RSEQ_X86_FAILURE_SIG
+          ".pushsection __rseq_failure, \"ax?\"\n\t"
+          ".byte 0x0f, 0xb9, 0x3d\n\t"
+          ".long 0x53053053\n\t"
           "4:\n\t"
           "jmp 0b\n\t"
           ".popsection\n\t"
@@ -457,7 +464,12 @@ __attribute__((noinline)) void UpdateTargets::RunLibrseqShape(uint64_t iters) {
       uint64_t tmp;
       // volatile: GCC drops an asm goto whose outputs are unused.
       __asm__ __volatile__ goto(
-          PERCPU_RSEQ_DESCRIPTOR
+          ".pushsection __rseq_cs, \"aw?\"\n\t"
+          ".balign 32\n\t"
+          "3:\n\t"
+          ".long 0, 0\n\t"
+          ".quad 1f, (2f - 1f), 4f\n\t"
+          ".popsection\n\t"
           "leaq 3b(%%rip), %[tmp]\n\t"
           "movq %[tmp], %%fs:8(%[off])\n\t"
           "1:\n\t"
@@ -465,7 +477,9 @@ __attribute__((noinline)) void UpdateTargets::RunLibrseqShape(uint64_t iters) {
           "jnz 4f\n\t"
           "addq $1, (%[slot])\n\t"
           "2:\n\t"
-          PERCPU_RSEQ_X86_FAILURE_SIG
+          ".pushsection __rseq_failure, \"ax?\"\n\t"
+          ".byte 0x0f, 0xb9, 0x3d\n\t"
+          ".long 0x53053053\n\t"
           "4:\n\t"
           "jmp %l[aborted]\n\t"
           ".popsection\n\t"
