@@ -44,6 +44,8 @@ rows=(
   4.librseq_shape_vs_plain_tls
   4.rseq_floor_vs_plain_tls
   4.per_thread_vs_relaxed_tls
+  4.per_thread_vs_lookup_floor
+  4.lookup_floor_vs_relaxed_tls
   4.per_thread_vs_plain_tls
   4.percpu_vs_shared_atomic.t1
   4.percpu_vs_shared_atomic.t2
@@ -66,7 +68,7 @@ rows=(
   6.fold_vs_stream_192
 )
 for kind in plain_tls percpu_add per_thread fallback_getcpu shared_fetch_add \
-    mutex ovs_numa_locked percpu_pair relaxed_tls rseq_floor librseq_shape; do
+    mutex ovs_numa_locked percpu_pair relaxed_tls rseq_floor librseq_shape per_thread_lookup; do
   rows+=("4.cost.$kind.t1" "4.cost.$kind.t2")
 done
 for id in "${rows[@]}"; do

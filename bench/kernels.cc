@@ -60,6 +60,17 @@ bool ReadFile(const std::string& path, std::string* out) {
 thread_local uint64_t g_plain_tls = 0;
 thread_local internal::Atomic<uint64_t> g_relaxed_tls{0};
 
+// kPerThreadLookup's per-thread table (entries point at the thread's own
+// slot) and the thread-local pointer to it, the shape of
+// internal::TlsPerThreadEntries(). Constant-initialized: no TLS guard.
+constexpr uint32_t kLookupIds = 8;
+struct LookupSlot {
+  internal::Atomic<uint64_t> value{0};
+};
+thread_local LookupSlot g_lookup_slot;
+thread_local LookupSlot* g_lookup_entries[kLookupIds] = {};
+thread_local LookupSlot* const* g_lookup_table = nullptr;
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -182,6 +193,8 @@ const char* UpdateKindName(UpdateKind kind) {
       return "rseq_floor";
     case UpdateKind::kLibrseqShape:
       return "librseq_shape";
+    case UpdateKind::kPerThreadLookup:
+      return "per_thread_lookup";
   }
   return "?";
 }
@@ -280,6 +293,8 @@ void UpdateTargets::Run(UpdateKind kind, uint64_t iters) {
       return RunRseqFloor(iters);
     case UpdateKind::kLibrseqShape:
       return RunLibrseqShape(iters);
+    case UpdateKind::kPerThreadLookup:
+      return RunPerThreadLookup(iters);
   }
 }
 
@@ -374,6 +389,31 @@ __attribute__((noinline)) void UpdateTargets::RunRelaxedTls(uint64_t iters) {
     // any lookup (what goal 4 compares ThreadCounter::Add against).
     g_relaxed_tls.store(g_relaxed_tls.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
+    CompilerBarrier();
+  }
+}
+
+// The per-thread lookup floor (goal 4): what any per-thread counter
+// created at run time pays to reach the calling thread's slot, in the shape
+// of ThreadCounter::Add: the thread's table from TLS, the counter's id from
+// the counter object, the slot pointer from the table, then load / add /
+// store. It omits only ThreadCounter's null test (the branch that attaches
+// a thread's slot on its first add), so it is not safe library code: the
+// slot must exist before the first add. relaxed_tls needs no lookup at all
+// because its variable is fixed at compile time, one per program.
+__attribute__((noinline)) void UpdateTargets::RunPerThreadLookup(
+    uint64_t iters) {
+  for (uint32_t id = 0; id < kLookupIds; ++id) {
+    g_lookup_entries[id] = &g_lookup_slot;
+  }
+  g_lookup_table = g_lookup_entries;
+  CompilerBarrier();
+  for (uint64_t i = 0; i < iters; ++i) {
+    LookupSlot* const s = g_lookup_table[lookup_id_];
+    // Relaxed suffices: the owning thread is the only writer (as in
+    // internal::PerThreadOwnerAdd).
+    s->value.store(s->value.load(std::memory_order_relaxed) + 1,
+                   std::memory_order_relaxed);
     CompilerBarrier();
   }
 }
@@ -544,6 +584,7 @@ uint64_t UpdateTargets::Total(UpdateKind kind) const {
     case UpdateKind::kPerCpuPair:
       return packets_.Sum();
     case UpdateKind::kRelaxedTls:
+    case UpdateKind::kPerThreadLookup:
       return 0;  // per thread, like kPlainThreadLocal
     case UpdateKind::kRseqFloor:
     case UpdateKind::kLibrseqShape: {

@@ -125,6 +125,7 @@ enum class UpdateKind {
   kRelaxedTls,        // thread_local Atomic<uint64_t>: relaxed load + store
   kRseqFloor,         // the rseq minimum, written here (see RunRseqFloor)
   kLibrseqShape,      // librseq's load_add_store add, written here
+  kPerThreadLookup,   // the per-thread lookup floor (see RunPerThreadLookup)
 };
 inline constexpr UpdateKind kAllUpdateKinds[] = {
     UpdateKind::kPlainThreadLocal, UpdateKind::kPerCpuRseq,
@@ -132,7 +133,7 @@ inline constexpr UpdateKind kAllUpdateKinds[] = {
     UpdateKind::kSharedAtomic,     UpdateKind::kMutex,
     UpdateKind::kOvsNumaLocked,    UpdateKind::kPerCpuPair,
     UpdateKind::kRelaxedTls,       UpdateKind::kRseqFloor,
-    UpdateKind::kLibrseqShape,
+    UpdateKind::kLibrseqShape,     UpdateKind::kPerThreadLookup,
 };
 // Short stable names ("plain_tls", "percpu_rseq", ...).
 const char* UpdateKindName(UpdateKind kind);
@@ -211,8 +212,12 @@ class UpdateTargets {
   void RunRelaxedTls(uint64_t iters);
   void RunRseqFloor(uint64_t iters);
   void RunLibrseqShape(uint64_t iters);
+  void RunPerThreadLookup(uint64_t iters);
   std::unique_ptr<PaddedSlot[]> floor_slots_;  // kRseqFloor, one per CPU id
   std::unique_ptr<PaddedSlot[]> librseq_slots_;  // kLibrseqShape, likewise
+  // kPerThreadLookup: the id the loop looks up, read from this object on
+  // every add as ThreadCounter::Add reads its id_.
+  uint32_t lookup_id_ = 3;
 };
 
 // The calling thread's plain thread-local count (kPlainThreadLocal).

@@ -1021,7 +1021,8 @@ Status RunUpdateExperiments(int rounds, double window_s, Report* rep) {
   // Every shared counter must hold exactly the updates made.
   for (UpdateKind kind : kAllUpdateKinds) {
     if (kind == UpdateKind::kPlainThreadLocal ||
-        kind == UpdateKind::kRelaxedTls) {
+        kind == UpdateKind::kRelaxedTls ||
+        kind == UpdateKind::kPerThreadLookup) {
       continue;
     }
     const uint64_t got = targets.Total(kind);
@@ -1141,6 +1142,16 @@ Status RunUpdateExperiments(int rounds, double window_s, Report* rep) {
            "thread-local atomic load+store, 1 thread",
            K::kPerThread, K::kRelaxedTls, "~5x (issue 14)", GoalOp::kAtMost,
            2.0);
+  add_cost("4.per_thread_vs_lookup_floor",
+           "per-thread add (ThreadCounter::Add) cost / the lookup floor: "
+           "the same table lookup and load/add/store without the null test "
+           "that attaches a slot (unsafe in a library), 1 thread",
+           K::kPerThread, K::kPerThreadLookup, "-", GoalOp::kNone, 0);
+  add_cost("4.lookup_floor_vs_relaxed_tls",
+           "per-thread lookup floor (above) cost / relaxed thread-local "
+           "load+store: what finding a run-time counter's slot costs, "
+           "1 thread",
+           K::kPerThreadLookup, K::kRelaxedTls, "-", GoalOp::kNone, 0);
   add_cost("4.per_thread_vs_plain_tls",
            "per-thread add (ThreadCounter::Add) cost / plain thread-local "
            "+=, 1 thread",
