@@ -620,110 +620,75 @@ Status RunFoldExperiments(const Sizes& sz, Report* rep) {
     return Ns(best(n)) + " (median " + Ns(med(n)) + ")";
   };
 
-  Row r;
-  r = Row();
-  r.id = "1.present_vs_possible";
-  r.experiment =
+  // One ratio row: rounds of kernel a over rounds of kernel b, with the
+  // spread of the paired per-round ratios.
+  auto add = [&](const char* id, const std::string& experiment, const char* a,
+                 const char* b, bool lower_is_better, const std::string& detail,
+                 const char* seed, GoalOp op = GoalOp::kNone, double goal = 0) {
+    Row row;
+    row.id = id;
+    row.experiment = experiment;
+    row.value = ratio(a, b);
+    spread(row, a, b);
+    row.lower_is_better = lower_is_better;
+    row.unit = "x";
+    row.detail = detail;
+    row.seed = seed;
+    row.op = op;
+    row.goal = goal;
+    rep->rows.push_back(row);
+  };
+  add("1.present_vs_possible",
       "fold 90-item MIB: all 192 possible CPUs / 32 present "
-      "(absent units never touched: zero page)";
-  r.value = ratio("a_possible", "a_present");
-  spread(r, "a_possible", "a_present");
-  r.lower_is_better = false;
-  r.unit = "x";
-  r.detail = "possible " + both("a_possible") + ", present " +
-             both("a_present") + " per fold (cpu-major FoldAll)";
-  r.seed = "2.9x getifaddrs";
-  rep->rows.push_back(r);
-
-  r = Row();
-  r.id = "1.online_vs_possible";
-  r.experiment =
+      "(absent units never touched: zero page)",
+      "a_possible", "a_present", /*lower_is_better=*/false,
+      "possible " + both("a_possible") + ", present " + both("a_present") +
+          " per fold (cpu-major FoldAll)",
+      "2.9x getifaddrs");
+  add("1.online_vs_possible",
       "fold: 192 possible / 32 online via LcoreStats::Snapshot "
-      "(hotplug-consistent production read)";
-  r.value = ratio("a_possible", "a_online");
-  spread(r, "a_possible", "a_online");
-  r.lower_is_better = false;
-  r.unit = "x";
-  r.detail = "possible " + both("a_possible") + ", online snapshot " +
-             both("a_online");
-  r.seed = "2.9x getifaddrs";
-  rep->rows.push_back(r);
-
-  r = Row();
-  r.id = "1.present_vs_possible_backed";
-  r.experiment =
+      "(hotplug-consistent production read)",
+      "a_possible", "a_online", /*lower_is_better=*/false,
+      "possible " + both("a_possible") + ", online snapshot " +
+          both("a_online"),
+      "2.9x getifaddrs");
+  add("1.present_vs_possible_backed",
       "fold, kernel layout (all 192 units backed by real memory): 192 CPUs / "
-      "32 CPUs";
-  r.value = ratio("b_possible", "b_first32");
-  spread(r, "b_possible", "b_first32");
-  r.lower_is_better = false;
-  r.unit = "x";
-  r.detail = "192 CPUs " + both("b_possible") + ", 32 CPUs " +
-             both("b_first32");
-  r.seed = "2.9x getifaddrs";
-  rep->rows.push_back(r);
-
-  r = Row();
-  r.id = "2.cpu_vs_item_major";
-  r.experiment =
+      "32 CPUs",
+      "b_possible", "b_first32", /*lower_is_better=*/false,
+      "192 CPUs " + both("b_possible") + ", 32 CPUs " + both("b_first32"),
+      "2.9x getifaddrs");
+  add("2.cpu_vs_item_major",
       "fold 90 items over 32 present CPUs, 64 KiB stride: item-major "
-      "(FoldField x90) / cpu-major (FoldAll)";
-  r.value = ratio("a_item_present", "a_present");
-  spread(r, "a_item_present", "a_present");
-  r.lower_is_better = false;
-  r.unit = "x";
-  r.detail = "item-major " + both("a_item_present") + ", cpu-major " +
-             both("a_present");
-  r.seed = "2x Docker snmp";
-  r.op = GoalOp::kAtLeast;
-  r.goal = 4;
-  rep->rows.push_back(r);
-
-  r = Row();
-  r.id = "2.cpu_vs_item_major_192";
-  r.experiment =
-      "same, 192 backed CPUs: item-major / cpu-major";
-  r.value = ratio("b_item_possible", "b_possible");
-  spread(r, "b_item_possible", "b_possible");
-  r.lower_is_better = false;
-  r.unit = "x";
-  r.detail = "item-major " + both("b_item_possible") + ", cpu-major " +
-             both("b_possible");
-  r.seed = "2x Docker snmp";
-  rep->rows.push_back(r);
+      "(FoldField x90) / cpu-major (FoldAll)",
+      "a_item_present", "a_present", /*lower_is_better=*/false,
+      "item-major " + both("a_item_present") + ", cpu-major " +
+          both("a_present"),
+      "2x Docker snmp", GoalOp::kAtLeast, 4);
+  add("2.cpu_vs_item_major_192",
+      "same, 192 backed CPUs: item-major / cpu-major", "b_item_possible",
+      "b_possible", /*lower_is_better=*/false,
+      "item-major " + both("b_item_possible") + ", cpu-major " +
+          both("b_possible"),
+      "2x Docker snmp");
 
   const double bytes_a = kPresent * kMibItems * 8.0;
   const double bytes_b = kPossible * kMibItems * 8.0;
-  r = Row();
-  r.id = "6.fold_vs_stream";
-  r.experiment = Fmt(
-      "fold cost vs limit: cpu-major fold of 32 CPUs (%s at 64 KiB stride) / "
-      "contiguous sum of the same bytes",
-      Bytes(bytes_a).c_str());
-  r.value = ratio("a_present", "a_stream");
-  spread(r, "a_present", "a_stream");
-  r.unit = "x";
-  r.detail = Fmt("fold %.2f GB/s, stream %.2f GB/s",
-                 bytes_a / best("a_present"), bytes_a / best("a_stream"));
-  r.seed = "-";
-  r.op = GoalOp::kAtMost;
-  r.goal = 2;
-  rep->rows.push_back(r);
-
-  r = Row();
-  r.id = "6.fold_vs_stream_192";
-  r.experiment = Fmt(
-      "same, 192 backed CPUs (%s): fold / contiguous sum",
-      Bytes(bytes_b).c_str());
-  r.value = ratio("b_possible", "b_stream");
-  spread(r, "b_possible", "b_stream");
-  r.unit = "x";
-  r.detail = Fmt("fold %.2f GB/s, stream %.2f GB/s",
-                 bytes_b / best("b_possible"), bytes_b / best("b_stream"));
-  r.seed = "-";
-  r.op = GoalOp::kAtMost;
-  r.goal = 2;
-  rep->rows.push_back(r);
+  add("6.fold_vs_stream",
+      Fmt("fold cost vs limit: cpu-major fold of 32 CPUs (%s at 64 KiB "
+          "stride) / contiguous sum of the same bytes",
+          Bytes(bytes_a).c_str()),
+      "a_present", "a_stream", /*lower_is_better=*/true,
+      Fmt("fold %.2f GB/s, stream %.2f GB/s", bytes_a / best("a_present"),
+          bytes_a / best("a_stream")),
+      "-", GoalOp::kAtMost, 2);
+  add("6.fold_vs_stream_192",
+      Fmt("same, 192 backed CPUs (%s): fold / contiguous sum",
+          Bytes(bytes_b).c_str()),
+      "b_possible", "b_stream", /*lower_is_better=*/true,
+      Fmt("fold %.2f GB/s, stream %.2f GB/s", bytes_b / best("b_possible"),
+          bytes_b / best("b_stream")),
+      "-", GoalOp::kAtMost, 2);
   return Status::Ok();
 }
 
