@@ -967,7 +967,9 @@ Status RunUpdateExperiments(int rounds, double window_s, Report* rep) {
   const int kThreads[] = {1, 2};
   // samples[threads index][kind] -> per-round rates
   std::map<std::pair<int, UpdateKind>, std::vector<UpdateRate>> samples;
-  uint64_t expected[16] = {};
+  uint64_t expected[16] = {};  // by UpdateKind
+  static_assert(sizeof(kAllUpdateKinds) / sizeof(kAllUpdateKinds[0]) <= 16,
+                "expected[] holds one total per update kind");
   // Warm-up round (thread start, first-use slow paths), not recorded.
   for (UpdateKind kind : kAllUpdateKinds) {
     const UpdateRate w = MeasureUpdates(targets, kind, 1, window_s / 4, true);
