@@ -728,8 +728,13 @@ void RunReadBinary(ReadBinary* b, int rounds, const std::string& valgrind,
     return;
   }
   int st = 0;
-  const std::string out = RunCommand(
-      ShellQuote(b->path) + " --rounds=" + std::to_string(rounds), &st);
+  // The shell's own "Exec format error" (an i686 binary on a kernel without
+  // IA32 emulation) would land in the middle of the report: exit status 126
+  // says the same below.
+  const std::string out = RunCommand(ShellQuote(b->path) + " --rounds=" +
+                                         std::to_string(rounds) +
+                                         " 2>/dev/null",
+                                     &st);
   if (st != 0) {
     b->error = "exit status " + std::to_string(st);
     if (st == 126) {
