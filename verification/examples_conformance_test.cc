@@ -108,8 +108,8 @@ struct WideNoEq : rl::test_suite<WideNoEq, 2> {
   rl::atomic<NoEq> a{NoEq{'x', 0}};
   void thread(unsigned) {
     NoEq e = a.load(rl::mo_relaxed);
-    while (!a.compare_exchange_strong(e, NoEq{'x', e.value + 1},
-                                      rl::mo_relaxed)) {
+    while (
+        !a.compare_exchange_strong(e, NoEq{'x', e.value + 1}, rl::mo_relaxed)) {
     }
   }
   void after() { RL_ASSERT(a.load().value == 2); }
@@ -184,8 +184,8 @@ TEST_CASE("java: jvolatile accesses are sequentially consistent") {
   VERDICT(rl::test_result_success, JvolatileDekker);
 }
 
-struct JvolatileIncrement
-    : rl::test_suite<JvolatileIncrement, 2, rl::test_result_user_assert_failed> {
+struct JvolatileIncrement : rl::test_suite<JvolatileIncrement, 2,
+                                           rl::test_result_user_assert_failed> {
   rl::jvolatile<int> n;
   void thread(unsigned) { n($)++; }
   void after() { RL_ASSERT(n($) == 2); }

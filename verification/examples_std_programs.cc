@@ -3,10 +3,15 @@
 // headers; only their spellings below.
 #include "examples_std_programs.h"
 
+// The order matters (standard headers, pch.hpp, then relacy_std.hpp,
+// which must follow every standard header).
+// clang-format off
 #include "test_support.h"  // before relacy_std.hpp (standard headers first)
 
-#include "relacy/pch.hpp"
+#include "relacy/pch.hpp"  // as the examples' stdafx.h: pch.hpp first
+
 #include "relacy/relacy_std.hpp"
+
 #include "relacy/pthread.h"
 #include "relacy/stdlib/condition_variable.hpp"
 #include "relacy/stdlib/event.hpp"
@@ -14,6 +19,7 @@
 #include "relacy/stdlib/pthread.hpp"
 #include "relacy/stdlib/semaphore.hpp"
 #include "relacy/stdlib/windows.hpp"
+// clang-format on
 
 namespace {
 
@@ -41,7 +47,9 @@ struct Anchor {
   bool operator==(const Anchor& o) const {
     return count == o.count && tag == o.tag;
   }
-  Anchor operator+(const Anchor& o) const { return Anchor{count + o.count, tag}; }
+  Anchor operator+(const Anchor& o) const {
+    return Anchor{count + o.count, tag};
+  }
 };
 static_assert(sizeof(Anchor) > 8);
 
@@ -56,7 +64,8 @@ struct WideAdd : rl::test_suite<WideAdd, 2> {
 };
 
 // Load then store: the second thread may overwrite the first's update.
-struct WideLost : rl::test_suite<WideLost, 2, rl::test_result_user_assert_failed> {
+struct WideLost
+    : rl::test_suite<WideLost, 2, rl::test_result_user_assert_failed> {
   std::atomic<Anchor> a;
   void before() { a($) = Anchor{0, nullptr}; }
   void thread(unsigned) {

@@ -11,10 +11,10 @@
 
 namespace examples_std_programs {
 
-rl::test_result_e ParamsThreadCount();  // SUCCESS
-rl::test_result_e WideFetchAdd();       // SUCCESS
-rl::test_result_e WideLostUpdate();     // USER ASSERT FAILED
-rl::test_result_e WideCasLoop();        // SUCCESS
+rl::test_result_e ParamsThreadCount();   // SUCCESS
+rl::test_result_e WideFetchAdd();        // SUCCESS
+rl::test_result_e WideLostUpdate();      // USER ASSERT FAILED
+rl::test_result_e WideCasLoop();         // SUCCESS
 rl::test_result_e WideRelaxedPublish();  // DATA RACE
 rl::test_result_e StdlibHeadersMutex();  // SUCCESS (pthread + Win32 shims)
 

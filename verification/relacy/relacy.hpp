@@ -46,17 +46,17 @@
 // new/delete in a test are tracked by the heap model (global operator
 // new/delete while an execution runs), so Relacy's macros are plain.
 // User history events (see rl::context): accepted, not recorded.
-#define RL_HIST_IMPL(C, INFO, TYPE)                              \
-  do {                                                           \
-    if ((C).collecting_history()) {                              \
-      const ::rl::debug_info& rl_hist_info = INFO;               \
-      ::rl::context& rl_hist_ctx = (C);                          \
-      TYPE rl_hist_ev =
-#define RL_HIST_END()                           \
-  ;                                             \
+#define RL_HIST_IMPL(C, INFO, TYPE)                \
+  do {                                             \
+    if ((C).collecting_history()) {                \
+      const ::rl::debug_info& rl_hist_info = INFO; \
+      ::rl::context& rl_hist_ctx = (C);            \
+    TYPE rl_hist_ev =
+#define RL_HIST_END()                             \
+  ;                                               \
   rl_hist_ctx.exec_log(rl_hist_info, rl_hist_ev); \
-  }                                             \
-  }                                             \
+  }                                               \
+  }                                               \
   while (0)
 #define RL_LOG(desc) ::rl::ctx().exec_log_msg(RL_INFO, desc)
 #define RL_NEW new
@@ -295,7 +295,8 @@ class atomic_proxy {
 template <typename T>
 class atomic_proxy_const {
  public:
-  atomic_proxy_const(const atomic<T>* a, debug_info info) : a_(a), info_(info) {}
+  atomic_proxy_const(const atomic<T>* a, debug_info info)
+      : a_(a), info_(info) {}
   T load(memory_order mo = mo_seq_cst) const { return a_->load(mo, info_); }
   operator T() const { return load(); }  // NOLINT
 
@@ -361,35 +362,40 @@ class atomic {
   T fetch_add(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
     if constexpr (kWide)
-      return WideRmw(v, mo, info, [](const T& a, const T& b) { return T(a + b); });
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a + b); });
     else
       return Rmw(detail::RmwOp::kAdd, v, mo, info);
   }
   T fetch_sub(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
     if constexpr (kWide)
-      return WideRmw(v, mo, info, [](const T& a, const T& b) { return T(a - b); });
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a - b); });
     else
       return Rmw(detail::RmwOp::kSub, v, mo, info);
   }
   T fetch_and(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
     if constexpr (kWide)
-      return WideRmw(v, mo, info, [](const T& a, const T& b) { return T(a & b); });
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a & b); });
     else
       return Rmw(detail::RmwOp::kAnd, v, mo, info);
   }
   T fetch_or(T v, memory_order mo = mo_seq_cst,
              debug_info info = RL_CURRENT_INFO) {
     if constexpr (kWide)
-      return WideRmw(v, mo, info, [](const T& a, const T& b) { return T(a | b); });
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a | b); });
     else
       return Rmw(detail::RmwOp::kOr, v, mo, info);
   }
   T fetch_xor(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
     if constexpr (kWide)
-      return WideRmw(v, mo, info, [](const T& a, const T& b) { return T(a ^ b); });
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a ^ b); });
     else
       return Rmw(detail::RmwOp::kXor, v, mo, info);
   }
@@ -472,34 +478,34 @@ class atomic {
       }
       return Dec(detail::AtomicRmw(loc_, op, Enc(v), mo, info));
     } else {
-    if (!Live()) {
-      T old = plain_;
-      uint64_t a = detail::ToBits(old), b = detail::ToBits(v), r = 0;
-      switch (op) {
-        case detail::RmwOp::kXchg:
-          r = b;
-          break;
-        case detail::RmwOp::kAdd:
-          r = a + b;
-          break;
-        case detail::RmwOp::kSub:
-          r = a - b;
-          break;
-        case detail::RmwOp::kAnd:
-          r = a & b;
-          break;
-        case detail::RmwOp::kOr:
-          r = a | b;
-          break;
-        case detail::RmwOp::kXor:
-          r = a ^ b;
-          break;
+      if (!Live()) {
+        T old = plain_;
+        uint64_t a = detail::ToBits(old), b = detail::ToBits(v), r = 0;
+        switch (op) {
+          case detail::RmwOp::kXchg:
+            r = b;
+            break;
+          case detail::RmwOp::kAdd:
+            r = a + b;
+            break;
+          case detail::RmwOp::kSub:
+            r = a - b;
+            break;
+          case detail::RmwOp::kAnd:
+            r = a & b;
+            break;
+          case detail::RmwOp::kOr:
+            r = a | b;
+            break;
+          case detail::RmwOp::kXor:
+            r = a ^ b;
+            break;
+        }
+        plain_ = detail::FromBits<T>(r);
+        return old;
       }
-      plain_ = detail::FromBits<T>(r);
-      return old;
-    }
-    return detail::FromBits<T>(
-        detail::AtomicRmw(loc_, op, detail::ToBits(v), mo, info));
+      return detail::FromBits<T>(
+          detail::AtomicRmw(loc_, op, detail::ToBits(v), mo, info));
     }
   }
   bool Cas(T& expected, T desired, memory_order s, memory_order f,
@@ -526,7 +532,8 @@ class atomic {
   uint64_t gen_ = 0;
   T plain_;  // used only outside an execution
   [[no_unique_address]] std::conditional_t<kWide, detail::WideValues<T>,
-                                           detail::NoWideValues> wide_;
+                                           detail::NoWideValues>
+      wide_;
 };
 
 // A non-atomic variable whose every access is checked for data races.

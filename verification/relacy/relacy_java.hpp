@@ -85,7 +85,8 @@ template <typename T>
 class jatomic : public atomic<T> {
  public:
   using proxy_t = detail::jatomic_proxy<T>;
-  jatomic(debug_info info = RL_CURRENT_INFO) : atomic<T>(T(), info) {}  // NOLINT
+  jatomic(debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(T(), info) {}  // NOLINT
   explicit jatomic(T v, debug_info info = RL_CURRENT_INFO)
       : atomic<T>(v, info) {}
   jatomic& operator=(const jatomic&) = delete;
