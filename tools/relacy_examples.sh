@@ -11,6 +11,8 @@
 #   tools/relacy_examples.sh /path/to/relacy [workdir] [example ...]
 #
 # Env: CXX (g++), TIMEOUT seconds per run (300), CXXFLAGS (-std=c++20 -O2).
+# Executions: Relacy's iterations; this checker's complete executions, then
+# "+N pruned" (executions it abandoned, which check nothing to the end).
 # Real Relacy of 9f25438 refuses a standard header before relacy_std.hpp
 # (the examples' stdafx.h includes relacy/pch.hpp first): that build is
 # retried with the example's Relacy header force-included first (-include)
@@ -25,7 +27,12 @@ CXX=${CXX:-g++}
 TIMEOUT=${TIMEOUT:-300}
 read -r -a FLAGS <<<"${CXXFLAGS:--std=c++20 -O2}"
 
+if [[ -e $WORK && ! -e $WORK/.relacy_examples ]]; then
+  echo "$WORK exists and is not a workdir of this script; not removing it" >&2
+  exit 1
+fi
 rm -rf "$WORK" && mkdir -p "$WORK/real" "$WORK/ours/relacy/internal" "$WORK/out"
+touch "$WORK/.relacy_examples"
 cp -r "$RELACY/relacy" "$RELACY/example" "$WORK/real/"
 cp -r "$RELACY/example" "$WORK/ours/"
 cp -r "$ROOT"/verification/relacy/. "$WORK/ours/relacy/"
@@ -53,7 +60,8 @@ verdicts() {  # file kind(real|ours)
       name = $0; sub(/: .*/, "", name)
       v = $0; sub(/^[^:]*: /, "", v); sub(/, [0-9]+ executions.*/, "", v)
       e = $0; sub(/ executions.*/, "", e); sub(/.*, /, "", e)
-      gsub(/ /, "_", v); out = out " " name "=" v "/" e; next
+      pr = $0; sub(/ pruned.*/, "", pr); sub(/.*\(\+/, "", pr)
+      gsub(/ /, "_", v); out = out " " name "=" v "/" e "+" pr "pruned"; next
     }
     kind == "real" {
       r0 = result_of($0)
