@@ -470,43 +470,50 @@ class atomic {
   }
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
   T Rmw(detail::RmwOp op, T v, memory_order mo, const debug_info& info) {
-    if constexpr (kWide) {  // only exchange reaches here
-      if (!Live()) {
-        T old = plain_;
-        plain_ = v;
-        return old;
-      }
-      return Dec(detail::AtomicRmw(loc_, op, Enc(v), mo, info));
-    } else {
-      if (!Live()) {
-        T old = plain_;
-        uint64_t a = detail::ToBits(old), b = detail::ToBits(v), r = 0;
-        switch (op) {
-          case detail::RmwOp::kXchg:
-            r = b;
-            break;
-          case detail::RmwOp::kAdd:
-            r = a + b;
-            break;
-          case detail::RmwOp::kSub:
-            r = a - b;
-            break;
-          case detail::RmwOp::kAnd:
-            r = a & b;
-            break;
-          case detail::RmwOp::kOr:
-            r = a | b;
-            break;
-          case detail::RmwOp::kXor:
-            r = a ^ b;
-            break;
-        }
-        plain_ = detail::FromBits<T>(r);
-        return old;
-      }
-      return detail::FromBits<T>(
-          detail::AtomicRmw(loc_, op, detail::ToBits(v), mo, info));
+    if constexpr (kWide)
+      return WideExchange(op, v, mo, info);
+    else
+      return NarrowRmw(op, v, mo, info);
+  }
+  // Only exchange reaches here (the others are WideRmw's CAS loops).
+  T WideExchange(detail::RmwOp op, T v, memory_order mo,
+                 const debug_info& info) {
+    if (!Live()) {
+      T old = plain_;
+      plain_ = v;
+      return old;
     }
+    return Dec(detail::AtomicRmw(loc_, op, Enc(v), mo, info));
+  }
+  T NarrowRmw(detail::RmwOp op, T v, memory_order mo, const debug_info& info) {
+    if (!Live()) {
+      T old = plain_;
+      uint64_t a = detail::ToBits(old), b = detail::ToBits(v), r = 0;
+      switch (op) {
+        case detail::RmwOp::kXchg:
+          r = b;
+          break;
+        case detail::RmwOp::kAdd:
+          r = a + b;
+          break;
+        case detail::RmwOp::kSub:
+          r = a - b;
+          break;
+        case detail::RmwOp::kAnd:
+          r = a & b;
+          break;
+        case detail::RmwOp::kOr:
+          r = a | b;
+          break;
+        case detail::RmwOp::kXor:
+          r = a ^ b;
+          break;
+      }
+      plain_ = detail::FromBits<T>(r);
+      return old;
+    }
+    return detail::FromBits<T>(
+        detail::AtomicRmw(loc_, op, detail::ToBits(v), mo, info));
   }
   bool Cas(T& expected, T desired, memory_order s, memory_order f,
            const debug_info& info, bool weak = false) {
