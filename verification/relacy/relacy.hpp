@@ -9,6 +9,7 @@
 #ifndef PERCPU_VERIFICATION_RELACY_RELACY_HPP_
 #define PERCPU_VERIFICATION_RELACY_RELACY_HPP_
 
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <mutex>
@@ -44,6 +45,20 @@
 #define TLS_T(T) ::rl::thread_local_var<T>
 // new/delete in a test are tracked by the heap model (global operator
 // new/delete while an execution runs), so Relacy's macros are plain.
+// User history events (see rl::context): accepted, not recorded.
+#define RL_HIST_IMPL(C, INFO, TYPE)                \
+  do {                                             \
+    if ((C).collecting_history()) {                \
+      const ::rl::debug_info& rl_hist_info = INFO; \
+      ::rl::context& rl_hist_ctx = (C);            \
+    TYPE rl_hist_ev =
+#define RL_HIST_END()                             \
+  ;                                               \
+  rl_hist_ctx.exec_log(rl_hist_info, rl_hist_ev); \
+  }                                               \
+  }                                               \
+  while (0)
+#define RL_LOG(desc) ::rl::ctx().exec_log_msg(RL_INFO, desc)
 #define RL_NEW new
 #define RL_DELETE(p) delete p
 
@@ -55,6 +70,15 @@ struct test_suite {
   static constexpr thread_id_t static_thread_count = ThreadCount;
   static constexpr thread_id_t dynamic_thread_count = 0;
   static constexpr test_result_e expected_result = ExpectedResult;
+  // Relacy's spelling of the same figures (base_t::params::thread_count).
+  struct params {
+    static constexpr thread_id_t static_thread_count = ThreadCount;
+    static constexpr thread_id_t dynamic_thread_count =
+        Derived::dynamic_thread_count;
+    static constexpr thread_id_t thread_count =
+        static_thread_count + dynamic_thread_count;
+    static constexpr test_result_e expected_result = ExpectedResult;
+  };
   void before() {}
   void after() {}
   void invariant() {}
@@ -90,6 +114,32 @@ inline unsigned rand(unsigned limit, debug_info info = RL_CURRENT_INFO) {
 
 inline thread_id_t thread_index() { return detail::ThreadIndex(); }
 
+// Relacy's execution context as its programs use it: rl::ctx() names the
+// running thread (ctx().threadx_->index_) and takes user history events
+// (RL_HIST_IMPL(rl::ctx(), $, Event) {...} RL_HIST_END(), RL_LOG(text)).
+// The engine has no user events in its traces yet: collecting_history()
+// is false, so the event is neither built nor recorded (documented as a
+// difference in docs/verification.md).
+struct context {
+  struct thread_info {
+    thread_id_t index_ = 0;
+  };
+  thread_info* threadx_ = &thread_;
+  thread_info thread_;
+  bool collecting_history() const { return false; }
+  template <typename Event>
+  void exec_log(const debug_info&, const Event&) {}
+  void exec_log_msg(const debug_info&, const char*) {}
+};
+
+// Valid until the calling thread's next checker operation.
+inline context& ctx() {
+  static thread_local context c;
+  c.thread_.index_ = detail::ThreadIndex();
+  c.threadx_ = &c.thread_;
+  return c;
+}
+
 class backoff {
  public:
   void operator()(debug_info info = RL_CURRENT_INFO) { detail::Yield(1, info); }
@@ -103,7 +153,7 @@ namespace detail {
 template <typename T>
 inline uint64_t ToBits(T v) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
-                "rl::atomic<T> needs a trivially copyable T of <= 8 bytes");
+                "ToBits needs a trivially copyable T of <= 8 bytes");
   uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof(T));
   return bits;
@@ -115,6 +165,69 @@ inline T FromBits(uint64_t bits) {
   std::memcpy(&v, &bits, sizeof(T));
   return v;
 }
+
+// The values an rl::atomic<T> of a T wider than 8 bytes has held in the
+// running execution (Relacy models atomics of any T). The engine's 64-bit
+// value of such an atomic is an index into this table: equal values (T's
+// operator== if it has one, else the bytes without padding, as C++20's
+// compare_exchange) share an index, so the engine's CAS compares what the
+// program's would. The table belongs to the atomic object, which is
+// constructed afresh in every execution, and is filled in the order the
+// execution writes, so replays get the same indexes. Its memory is the
+// checker's (plain malloc), not the test's heap.
+template <typename T>
+class WideValues {
+ public:
+  static_assert(std::is_trivially_copyable_v<T>,
+                "rl::atomic<T> needs a trivially copyable T");
+  static constexpr uint64_t kAbsent = ~uint64_t{0};
+  WideValues() = default;
+  WideValues(const WideValues&) = delete;
+  WideValues& operator=(const WideValues&) = delete;
+  ~WideValues() { std::free(values_); }
+  void Clear() { n_ = 0; }
+  uint64_t Intern(const T& v) {
+    uint64_t i = Find(v);
+    if (i != kAbsent) return i;
+    if (n_ == cap_) {
+      size_t cap = cap_ == 0 ? 8 : 2 * cap_;
+      void* p = std::realloc(values_, cap * sizeof(T));
+      if (p == nullptr) throw std::bad_alloc();
+      values_ = static_cast<T*>(p);
+      cap_ = cap;
+    }
+    std::memcpy(static_cast<void*>(values_ + n_), &v, sizeof(T));
+    return n_++;
+  }
+  uint64_t Find(const T& v) const {
+    for (size_t i = 0; i < n_; ++i)
+      if (Same(values_[i], v)) return i;
+    return kAbsent;
+  }
+  T Value(uint64_t i) const { return n_ == 0 ? T() : values_[i < n_ ? i : 0]; }
+  static bool Same(const T& a, const T& b) {
+    if constexpr (requires { static_cast<bool>(a == b); }) {
+      return static_cast<bool>(a == b);
+    } else {
+      T x = a, y = b;
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+      __builtin_clear_padding(&x);
+      __builtin_clear_padding(&y);
+#endif
+#endif
+      return std::memcmp(&x, &y, sizeof(T)) == 0;
+    }
+  }
+
+ private:
+  T* values_ = nullptr;
+  size_t n_ = 0, cap_ = 0;
+};
+
+struct NoWideValues {
+  void Clear() {}
+};
 
 }  // namespace detail
 
@@ -178,6 +291,20 @@ class atomic_proxy {
   debug_info info_;
 };
 
+// Result of x($) on a const atomic: reads only.
+template <typename T>
+class atomic_proxy_const {
+ public:
+  atomic_proxy_const(const atomic<T>* a, debug_info info)
+      : a_(a), info_(info) {}
+  T load(memory_order mo = mo_seq_cst) const { return a_->load(mo, info_); }
+  operator T() const { return load(); }  // NOLINT
+
+ private:
+  const atomic<T>* a_;
+  debug_info info_;
+};
+
 template <typename T>
 class atomic {
  public:
@@ -188,11 +315,14 @@ class atomic {
   atomic& operator=(const atomic&) = delete;
 
   atomic_proxy<T> operator()(debug_info info) { return {this, info}; }
+  atomic_proxy_const<T> operator()(debug_info info) const {
+    return {this, info};
+  }
 
   T load(memory_order mo = mo_seq_cst,
          debug_info info = RL_CURRENT_INFO) const {
     if (!Live()) return plain_;
-    return detail::FromBits<T>(detail::AtomicLoad(loc_, mo, info));
+    return Dec(detail::AtomicLoad(loc_, mo, info));
   }
   void store(T v, memory_order mo = mo_seq_cst,
              debug_info info = RL_CURRENT_INFO) {
@@ -200,7 +330,7 @@ class atomic {
       plain_ = v;
       return;
     }
-    detail::AtomicStore(loc_, detail::ToBits(v), mo, info);
+    detail::AtomicStore(loc_, Enc(v), mo, info);
   }
   T exchange(T v, memory_order mo = mo_seq_cst,
              debug_info info = RL_CURRENT_INFO) {
@@ -231,23 +361,43 @@ class atomic {
   }
   T fetch_add(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
-    return Rmw(detail::RmwOp::kAdd, v, mo, info);
+    if constexpr (kWide)
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a + b); });
+    else
+      return Rmw(detail::RmwOp::kAdd, v, mo, info);
   }
   T fetch_sub(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
-    return Rmw(detail::RmwOp::kSub, v, mo, info);
+    if constexpr (kWide)
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a - b); });
+    else
+      return Rmw(detail::RmwOp::kSub, v, mo, info);
   }
   T fetch_and(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
-    return Rmw(detail::RmwOp::kAnd, v, mo, info);
+    if constexpr (kWide)
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a & b); });
+    else
+      return Rmw(detail::RmwOp::kAnd, v, mo, info);
   }
   T fetch_or(T v, memory_order mo = mo_seq_cst,
              debug_info info = RL_CURRENT_INFO) {
-    return Rmw(detail::RmwOp::kOr, v, mo, info);
+    if constexpr (kWide)
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a | b); });
+    else
+      return Rmw(detail::RmwOp::kOr, v, mo, info);
   }
   T fetch_xor(T v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
-    return Rmw(detail::RmwOp::kXor, v, mo, info);
+    if constexpr (kWide)
+      return WideRmw(v, mo, info,
+                     [](const T& a, const T& b) { return T(a ^ b); });
+    else
+      return Rmw(detail::RmwOp::kXor, v, mo, info);
   }
 
   operator T() const { return load(); }  // NOLINT
@@ -271,15 +421,71 @@ class atomic {
     if (mo == mo_release) return mo_relaxed;
     return mo;
   }
+  // An atomic of a T wider than 8 bytes holds the index of its value in
+  // wide_ (detail::WideValues); read-modify-writes other than exchange are
+  // then a CAS loop applying T's operator (an atomic RMW's effect, with
+  // the loop's failed attempts as extra explored reads).
+  static constexpr bool kWide = sizeof(T) > 8;
+  uint64_t Enc(const T& v) {
+    if constexpr (kWide)
+      return wide_.Intern(v);
+    else
+      return detail::ToBits(v);
+  }
+  T Dec(uint64_t bits) const {
+    if constexpr (kWide)
+      return wide_.Value(bits);
+    else
+      return detail::FromBits<T>(bits);
+  }
+  static bool SameValue(const T& a, const T& b) {
+    if constexpr (kWide)
+      return detail::WideValues<T>::Same(a, b);
+    else
+      return detail::ToBits(a) == detail::ToBits(b);
+  }
+  template <typename F>
+  T WideRmw(T v, memory_order mo, const debug_info& info, F f) {
+    if (!Live()) {
+      T old = plain_;
+      plain_ = f(old, v);
+      return old;
+    }
+    T old = load(mo_relaxed, info);
+    for (;;) {
+      T seen = old;
+      if (Cas(old, f(old, v), mo, mo_relaxed, info)) return old;
+      // A strong CAS fails only on a different value; the same one back
+      // means the execution is being abandoned: stop.
+      if (SameValue(seen, old)) return old;
+    }
+  }
   void Init(T v, const debug_info& info) {
     plain_ = v;
     gen_ = detail::Generation();
+    wide_.Clear();
     if (gen_ != 0)
-      loc_ = detail::NewAtomic(sizeof(T), detail::ToBits(v), info, this,
+      loc_ = detail::NewAtomic(kWide ? 8 : sizeof(T), Enc(v), info, this,
                                sizeof(*this));
   }
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
   T Rmw(detail::RmwOp op, T v, memory_order mo, const debug_info& info) {
+    if constexpr (kWide)
+      return WideExchange(op, v, mo, info);
+    else
+      return NarrowRmw(op, v, mo, info);
+  }
+  // Only exchange reaches here (the others are WideRmw's CAS loops).
+  T WideExchange(detail::RmwOp op, T v, memory_order mo,
+                 const debug_info& info) {
+    if (!Live()) {
+      T old = plain_;
+      plain_ = v;
+      return old;
+    }
+    return Dec(detail::AtomicRmw(loc_, op, Enc(v), mo, info));
+  }
+  T NarrowRmw(detail::RmwOp op, T v, memory_order mo, const debug_info& info) {
     if (!Live()) {
       T old = plain_;
       uint64_t a = detail::ToBits(old), b = detail::ToBits(v), r = 0;
@@ -312,23 +518,29 @@ class atomic {
   bool Cas(T& expected, T desired, memory_order s, memory_order f,
            const debug_info& info, bool weak = false) {
     if (!Live()) {
-      if (detail::ToBits(plain_) == detail::ToBits(expected)) {
+      if (SameValue(plain_, expected)) {
         plain_ = desired;
         return true;
       }
       expected = plain_;
       return false;
     }
-    uint64_t e = detail::ToBits(expected);
-    bool ok =
-        detail::AtomicCas(loc_, &e, detail::ToBits(desired), s, f, info, weak);
-    if (!ok) expected = detail::FromBits<T>(e);
+    uint64_t e;
+    if constexpr (kWide)
+      e = wide_.Find(expected);  // absent: no value held equals it
+    else
+      e = detail::ToBits(expected);
+    bool ok = detail::AtomicCas(loc_, &e, Enc(desired), s, f, info, weak);
+    if (!ok) expected = Dec(e);
     return ok;
   }
 
   int loc_ = -1;
   uint64_t gen_ = 0;
   T plain_;  // used only outside an execution
+  [[no_unique_address]] std::conditional_t<kWide, detail::WideValues<T>,
+                                           detail::NoWideValues>
+      wide_;
 };
 
 // A non-atomic variable whose every access is checked for data races.
@@ -393,6 +605,23 @@ class var_proxy {
   debug_info info_;
 };
 
+// Result of x($) on a const var: reads only.
+template <typename T>
+class var_proxy_const {
+ public:
+  var_proxy_const(const var<T>* v, debug_info info) : v_(v), info_(info) {}
+  T load() const {
+    v_->Access(false, info_);
+    return v_->value_;
+  }
+  operator T() const { return load(); }  // NOLINT
+  T operator->() const { return load(); }
+
+ private:
+  const var<T>* v_;
+  debug_info info_;
+};
+
 template <typename T>
 class var {
  public:
@@ -405,14 +634,16 @@ class var {
   var(const var&) = delete;
   var& operator=(const var&) = delete;
   var_proxy<T> operator()(debug_info info) { return {this, info}; }
+  var_proxy_const<T> operator()(debug_info info) const { return {this, info}; }
 
  private:
   friend class var_proxy<T>;
+  friend class var_proxy_const<T>;
   void Init(bool initialized, const debug_info& info) {
     gen_ = detail::Generation();
     if (gen_ != 0) id_ = detail::NewVar(initialized, info, this, sizeof(*this));
   }
-  void Access(bool write, const debug_info& info) {
+  void Access(bool write, const debug_info& info) const {
     if (gen_ != 0 && gen_ == detail::Generation())
       detail::VarAccess(id_, write, info);
   }

@@ -1,0 +1,98 @@
+// Relacy's Java dialect for the checker (Relacy's include path:
+// "relacy/relacy_java.hpp"): rl::jvar<T> (a plain Java field),
+// rl::jvolatile<T> (a Java volatile field) and rl::jatomic<T> (a
+// java.util.concurrent.atomic Atomic*). See docs/verification.md, "The
+// dialect".
+//
+// Memory-ordering contract, as Relacy models Java:
+//  * jvar<T>: every access through x($) is a relaxed atomic access (Java
+//    has no undefined behaviour for racy fields: a race gives stale or
+//    reordered values, never DATA RACE). x($)++ / += are a load then a
+//    store, not atomic: concurrent increments lose updates.
+//  * jvolatile<T>: loads and stores are seq_cst (JLS 17.4.4: volatile
+//    accesses are synchronization actions in one total order).
+//    Increments are a load then a store, not atomic.
+//  * jatomic<T>: get/set and every read-modify-write are seq_cst;
+//    weakCompareAndSet may fail spuriously, compareAndSet does not.
+// Differs from Relacy: Relacy's Java mode is garbage collected (no MEMORY
+// LEAK); the checker's heap model still reports memory a Java-mode test
+// never deletes (docs/verification.md, "Relacy's examples side by side").
+#ifndef PERCPU_VERIFICATION_RELACY_RELACY_JAVA_HPP_
+#define PERCPU_VERIFICATION_RELACY_RELACY_JAVA_HPP_
+
+#include "relacy.hpp"
+#include "relacy_cli.hpp"  // detail::cli_proxy: the same field proxy
+
+namespace rl {
+
+// A plain Java field: relaxed accesses (see the top).
+template <typename T>
+class jvar : public atomic<T> {
+ public:
+  using proxy_t = detail::cli_proxy<T, mo_relaxed, mo_relaxed>;
+  jvar(debug_info info = RL_CURRENT_INFO) : atomic<T>(T(), info) {}  // NOLINT
+  explicit jvar(T v, debug_info info = RL_CURRENT_INFO) : atomic<T>(v, info) {}
+  jvar& operator=(const jvar&) = delete;
+  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
+};
+
+// A Java volatile field: seq_cst loads and stores (see the top).
+template <typename T>
+class jvolatile : public atomic<T> {
+ public:
+  using proxy_t = detail::cli_proxy<T, mo_seq_cst, mo_seq_cst>;
+  jvolatile(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : atomic<T>(T(), info) {}
+  explicit jvolatile(T v, debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(v, info) {}
+  jvolatile& operator=(const jvolatile&) = delete;
+  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
+};
+
+template <typename T>
+class jatomic;
+
+namespace detail {
+// x($) of a jatomic: Java's AtomicInteger/AtomicLong/AtomicReference
+// methods, every one seq_cst (see the top).
+template <typename T>
+class jatomic_proxy {
+ public:
+  jatomic_proxy(atomic<T>* a, debug_info info) : a_(a), info_(info) {}
+  T get() const { return a_->load(mo_seq_cst, info_); }
+  void set(T v) { a_->store(v, mo_seq_cst, info_); }
+  bool compareAndSet(T expect, T update) {
+    return a_->compare_exchange_strong(expect, update, mo_seq_cst, info_);
+  }
+  bool weakCompareAndSet(T expect, T update) {
+    return a_->compare_exchange_weak(expect, update, mo_seq_cst, info_);
+  }
+  T getAndSet(T v) { return a_->exchange(v, mo_seq_cst, info_); }
+  T getAndAdd(T d) { return a_->fetch_add(d, mo_seq_cst, info_); }
+  T addAndGet(T d) { return getAndAdd(d) + d; }
+  T getAndIncrement() { return getAndAdd(T(1)); }
+  T getAndDecrement() { return getAndAdd(T(-1)); }
+  T incrementAndGet() { return addAndGet(T(1)); }
+  T decrementAndGet() { return addAndGet(T(-1)); }
+
+ private:
+  atomic<T>* a_;
+  debug_info info_;
+};
+}  // namespace detail
+
+template <typename T>
+class jatomic : public atomic<T> {
+ public:
+  using proxy_t = detail::jatomic_proxy<T>;
+  jatomic(debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(T(), info) {}  // NOLINT
+  explicit jatomic(T v, debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(v, info) {}
+  jatomic& operator=(const jatomic&) = delete;
+  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
+};
+
+}  // namespace rl
+
+#endif  // PERCPU_VERIFICATION_RELACY_RELACY_JAVA_HPP_
