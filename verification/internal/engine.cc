@@ -475,6 +475,10 @@ class Engine {
 
   // Search state.
   Mode mode_ = Mode::kDfs;
+  // A random run, or the replay of one: interleavings are sampled, with no
+  // canonical-order deferral and no redundancy pruning of spins (the state
+  // string's "r2:" tag carries it to the replay).
+  bool sampling_ = false;
   std::vector<Choice> stack_;
   size_t pos_ = 0;
   std::vector<unsigned> replay_;
@@ -1331,6 +1335,8 @@ void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
     ThreadState& th = threads_[t];
     ActionsFor(t, out);
     if (segs != nullptr) segs->push_back(static_cast<uint32_t>(out->size()));
+    // A sampled run offers every thread (no canonical order to keep).
+    if (sampling_) continue;
     if (!Deferrable(th)) break;
     // Deferring this thread would exceed the bound.
     if (p_.search_type == sched_bound &&
@@ -1389,6 +1395,14 @@ bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
   if (opts.size() > 1) {
     if (mode_ == Mode::kRandom) {
       idx = rng_() % opts.size();
+      if (kind == DecideKind::kSched && segs.size() > 1) {
+        // A thread first, each with the same chance (as Relacy's random
+        // scheduler), then one of its actions: a thread with many readable
+        // writes is not run more often than one with a single action.
+        size_t k = rng_() % segs.size();
+        size_t lo = k == 0 ? 0 : segs[k - 1];
+        if (segs[k] > lo) idx = lo + rng_() % (segs[k] - lo);
+      }
     } else if (replay_pos_ < replay_.size()) {
       idx = std::min<size_t>(replay_[replay_pos_++], opts.size() - 1);
     }
@@ -1408,9 +1422,13 @@ bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
 void Engine::Apply(const Action& a) {
   unsigned t = static_cast<unsigned>(a.tid);
   // Every lower runnable thread was deferred: its read must read a write
-  // that does not exist yet.
+  // that does not exist yet. This is the exhaustive search's canonical
+  // order (each graph explored once); a random run samples interleavings
+  // as Relacy's random scheduler does and defers nothing: the constraint
+  // made almost every long random run end pruned, with nothing checked.
   bool skipped = false;
-  for (unsigned i = 0; i < t && threads_[t].continuing == 0; ++i) {
+  for (unsigned i = 0;
+       !sampling_ && i < t && threads_[t].continuing == 0; ++i) {
     if (Schedulable(i)) {
       threads_[i].constraint = static_cast<int>(events_.size());
       skipped = true;
@@ -1584,7 +1602,12 @@ void Engine::Yield(const debug_info& info) {
       return;
     }
   }
-  if (stale) Prune();
+  if (stale) {
+    // Redundant for the exhaustive search; a random run is a sample, and
+    // its next iteration may read the newer write: it runs on.
+    if (sampling_) return;
+    Prune();
+  }
   th.blocked = true;
   th.op = Pending();
   th.op.kind = OpKind::kResume;
@@ -1603,14 +1626,18 @@ bool Engine::WaitBlocked(const debug_info& info) {
   }
   CheckDepth();
   // The read that found the mutex held / no signal is the last one.
-  if (!th.cur_reads.empty()) {
-    const SpinRead& r = th.cur_reads.back();
-    if (locs_[r.loc].mo.back() != r.rf) Prune();
-  }
+  // If it read a stale value, an execution reading the newer write (the
+  // unlock, the signal) exists: redundant for the exhaustive search. A
+  // sampled run retries at once instead, as if woken by that write.
+  const bool stale = !th.cur_reads.empty() &&
+                     locs_[th.cur_reads.back().loc].mo.back() !=
+                         th.cur_reads.back().rf;
+  if (stale && !sampling_) Prune();
   th.cur_reads.clear();
   th.prev_reads.clear();
   th.has_prev = false;
   th.continuing = 0;
+  if (stale) return true;
   th.blocked = true;
   th.sync_wait = true;
   th.op = Pending();
@@ -2140,8 +2167,8 @@ Engine::Outcome Engine::RunOne() {
 
 std::string Engine::EncodeState() const {
   std::ostringstream s;
-  // v2:<stop_iteration>, then the decisions taken.
-  s << "v2:"
+  // v2:<stop_iteration> (r2: for a sampled run), then the decisions taken.
+  s << (sampling_ ? "r2:" : "v2:")
     << (stop_iteration_ != 0 ? stop_iteration_
                              : p_.executions + p_.blocked_executions + 1);
   if (mode_ == Mode::kDfs) {
@@ -2246,7 +2273,9 @@ test_result_e Engine::Run(test_result_e expected) {
     std::istringstream in(p_.initial_state);
     std::string tag;
     in >> tag;
-    if (tag.rfind("v2:", 0) == 0) stop_iteration_ = std::stoull(tag.substr(3));
+    sampling_ = tag.rfind("r2:", 0) == 0;
+    if (tag.rfind("v2:", 0) == 0 || sampling_)
+      stop_iteration_ = std::stoull(tag.substr(3));
     unsigned v;
     while (in >> v) replay_.push_back(v);
     trace_ = true;
@@ -2260,6 +2289,7 @@ test_result_e Engine::Run(test_result_e expected) {
   } else {
     if (p_.search_type == sched_random) {
       mode_ = Mode::kRandom;
+      sampling_ = true;
       if (seed == 0)
         seed = static_cast<unsigned long long>(
             SteadyClock::now().time_since_epoch().count());
