@@ -137,16 +137,27 @@ constexpr int kMaxThreads = RL_MAX_THREADS;
 static_assert(kMaxThreads >= 2, "RL_MAX_THREADS counts the main thread too");
 constexpr size_t kStackSize = 256 * 1024;
 
-// Entries in use: the running suite's threads plus main (set by Run()), so
-// a small suite does not pay for the largest.
-int g_clock_width = kMaxThreads;
+// Clock entries are joined in chunks of kClockChunk (a fixed-count inner
+// loop the compiler vectorizes); storage is rounded up to whole chunks.
+constexpr int kClockChunk = 4;
+constexpr int kClockSlots =
+    (kMaxThreads + kClockChunk - 1) / kClockChunk * kClockChunk;
+
+// Entries in use: the running suite's threads (static and dynamic) plus
+// main, rounded up to whole chunks (set by Run()), so a small suite does
+// not pay for the largest: every join loops over this width only. Entries
+// past a suite's threads stay 0 in every clock.
+int g_clock_width = kClockSlots;
 
 struct Clock {
-  int32_t c[kMaxThreads] = {};
+  int32_t c[kClockSlots] = {};
   int32_t get(int i) const { return c[i]; }
   void set(int i, int32_t v) { c[i] = v; }
   void Join(const Clock& o) {
-    for (int i = 0; i < g_clock_width; ++i) c[i] = std::max(c[i], o.c[i]);
+    // A local copy: the stores to c[] could alias the global (both int).
+    const int w = g_clock_width;
+    for (int i = 0; i < w; i += kClockChunk)
+      for (int j = i; j < i + kClockChunk; ++j) c[j] = std::max(c[j], o.c[j]);
   }
 };
 
@@ -241,10 +252,10 @@ struct SpinRead {
   }
 };
 
-struct ThreadState {
-  ucontext_t uc;
+// A checker thread's per-execution state, reset by every execution
+// (ResetExecution); ThreadState adds what outlives an execution.
+struct ThreadVars {
   void* sp = nullptr;  // saved stack pointer (fast switch)
-  char* stack = nullptr;
   bool started = false, finished = false, blocked = false, pending = false;
   Pending op;
   uint64_t result = 0;
@@ -253,12 +264,8 @@ struct ThreadState {
   Clock clock;
   Clock porf;
   Clock acq_pending;            // released clocks seen by relaxed reads
-  std::vector<int> sc_pending;  // SC release sources seen by relaxed reads
   int rel_fence = -1;
   int idx = 0;
-  // Spin-loop detection: reads since the last yield and in the interval
-  // before it.
-  std::vector<SpinRead> cur_reads, prev_reads;
   bool has_prev = false, iter_wrote = false;
   // Identical iterations run on instead of waiting (bounded by spin_bound);
   // while > 0 every read must repeat the previous iteration's.
@@ -275,6 +282,17 @@ struct ThreadState {
   void* ret = nullptr;  // fn's result, for pthread_join
   bool spawned = false;  // created; started by the scheduler loop
   int join_target = -1;
+};
+
+struct ThreadState : ThreadVars {
+  // Kept across executions: the context (large, rewritten when the thread
+  // starts), the stack, and vectors emptied in place (their capacity).
+  ucontext_t uc;
+  char* stack = nullptr;
+  std::vector<int> sc_pending;  // SC release sources seen by relaxed reads
+  // Spin-loop detection: reads since the last yield and in the interval
+  // before it.
+  std::vector<SpinRead> cur_reads, prev_reads;
 };
 
 struct VarAcc {
@@ -2012,18 +2030,11 @@ void Engine::ResetExecution() {
   sc_sw_.clear();
   sc_sw_mark_.clear();
   for (auto& th : threads_) {
-    char* stack = th.stack;
-    std::vector<int> sc_pending = std::move(th.sc_pending);
-    std::vector<SpinRead> cur = std::move(th.cur_reads);
-    std::vector<SpinRead> prev = std::move(th.prev_reads);
-    th = ThreadState();
-    th.stack = stack;
-    sc_pending.clear();
-    cur.clear();
-    prev.clear();
-    th.sc_pending = std::move(sc_pending);
-    th.cur_reads = std::move(cur);
-    th.prev_reads = std::move(prev);
+    // Not th = ThreadState(): that zeroes and copies the ucontext_t too.
+    static_cast<ThreadVars&>(th) = ThreadVars();
+    th.sc_pending.clear();
+    th.cur_reads.clear();
+    th.prev_reads.clear();
   }
   cur_ = n_;
   in_thread_ = false;
@@ -2543,7 +2554,8 @@ test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
   bool saved_in_run = t_in_run;
   t_in_run = true;
   int saved_width = g_clock_width;
-  g_clock_width = static_cast<int>(threads) + 1;
+  g_clock_width = (static_cast<int>(threads) + 1 + kClockChunk - 1) /
+                  kClockChunk * kClockChunk;
   const std::terminate_handler saved_terminate =
       std::set_terminate(&AbandonOnTerminate);
   if (saved_terminate != &AbandonOnTerminate)
