@@ -27,8 +27,19 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#if defined(__x86_64__) && !defined(RL_NO_FRAME_MEMO)
+// Frame memo for abandoned threads (see FramesInertFast). libgcc exports
+// the FDE lookup its unwinder uses; no public header declares it on Linux.
+#define RL_FRAME_MEMO 1
+struct rl_eh_bases {
+  uintptr_t tbase, dbase, func;
+};
+extern "C" void* _Unwind_Find_FDE(const void* pc, rl_eh_bases* bases);
+#endif
 
 // Context switching between checker threads. glibc's swapcontext saves the
 // signal mask with a system call on every switch; on x86-64 a few
@@ -348,6 +359,13 @@ const char* BaseName(const char* f) {
 
 enum class Mode { kDfs, kRandom, kReplay };
 
+// Abandon(): a frame's verdict, by return address (see "the frame memo").
+enum class FrameKind : uint8_t { kPass, kLandingPad, kThreadEntry };
+struct FrameMemo {
+  int32_t cfa_off;  // kPass: CFA = stack pointer at the call + cfa_off
+  FrameKind kind;
+};
+
 class Engine;
 [[noreturn]] void FinishThread(Engine* e, unsigned t);
 Engine* g_engine = nullptr;
@@ -558,6 +576,8 @@ class Engine {
   // Trace only: rl::var accesses, each after the first N events.
   std::vector<std::pair<size_t, std::string>> var_trace_;
   unsigned long long stop_iteration_ = 0;  // from a replayed state
+  // Abandon(): frames' verdicts by return address (the frame memo).
+  std::unordered_map<uintptr_t, FrameMemo> frame_memo_;
  public:
   bool has_invariant_ = false;
   bool observing() const { return observing_; }
@@ -785,46 +805,425 @@ bool IsEngineEntry(uintptr_t fn) {
   return false;
 }
 
+// ---- the frame memo (x86-64)
+//
+// The backtrace above costs about 2,000 instructions per frame (FDE
+// search, CFA program, LSDA), for every abandoned thread. Its verdict per
+// frame depends only on the frame's return address: whether the function
+// is ThreadEntry or an engine entry, and whether its LSDA has a landing pad
+// at that call site. Walking up from one frame to the next needs its CFA
+// (the caller's stack pointer, return address at CFA - 8): where the
+// function's CFI says CFA = rsp + K at that call site, K is a constant of
+// the return address too. So each return address seen by a backtrace is
+// memoized with its verdict and, if its CFA rule is rsp + K (read from its
+// FDE below and checked against libgcc's CFA in that same backtrace), K;
+// the next abandoned thread with the same frames walks them by memo lookups
+// alone. A return address not in the memo (a frame not seen yet, a
+// frame-pointer or realigned frame, whose CFA depends on a register, an
+// unreadable FDE, a signal frame) falls back to the backtrace: no frame is
+// ever dropped on a guess.
+// (FrameKind and FrameMemo are declared before the Engine class.)
+
+#ifdef RL_FRAME_MEMO
+int64_t ReadSleb(const uint8_t** pp) {
+  const uint8_t* p = *pp;
+  int64_t r = 0;
+  unsigned shift = 0;
+  uint8_t b;
+  do {
+    b = *p++;
+    if (shift < 64) r |= int64_t{b & 0x7f} << shift;
+    shift += 7;
+  } while ((b & 0x80) != 0);
+  if (shift < 64 && (b & 0x40) != 0) r |= -(int64_t{1} << shift);
+  *pp = p;
+  return r;
+}
+uint64_t ReadU(const uint8_t** pp) {
+  uint64_t v;
+  *pp = ReadUleb(*pp, &v);
+  return v;
+}
+// Size of a pointer of DWARF encoding enc (its low four bits), 0 if not
+// handled here.
+size_t EncSize(uint8_t enc) {
+  switch (enc & 0x0f) {
+    case 0x00:  // absptr
+    case 0x04:  // udata8
+    case 0x0c:  // sdata8
+      return 8;
+    case 0x02:  // udata2
+    case 0x0a:  // sdata2
+      return 2;
+    case 0x03:  // udata4
+    case 0x0b:  // sdata4
+      return 4;
+  }
+  return 0;
+}
+
+// The CFA rule in force at address pc (inside the function whose FDE is
+// fde, starting at func), run from the CIE's initial instructions and the
+// FDE's instructions as DWARF 5 section 6.4.2 says. Returns K if the CFA
+// is rsp + K there and the return address is saved at CFA - 8 (x86-64's
+// default); -1 for anything else or any opcode not read here.
+int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
+  uint32_t len;
+  std::memcpy(&len, fde, 4);
+  if (len == 0 || len == 0xffffffffu) return -1;
+  const uint8_t* fde_end = fde + 4 + len;
+  int32_t cie_ptr;
+  std::memcpy(&cie_ptr, fde + 4, 4);
+  const uint8_t* cie = fde + 4 - cie_ptr;
+  uint32_t cie_len;
+  std::memcpy(&cie_len, cie, 4);
+  if (cie_len == 0 || cie_len == 0xffffffffu) return -1;
+  const uint8_t* cie_end = cie + 4 + cie_len;
+  const uint8_t* p = cie + 8;  // length, CIE id
+  const uint8_t version = *p++;
+  if (version != 1 && version != 3) return -1;
+  const char* aug = reinterpret_cast<const char*>(p);
+  p += std::strlen(aug) + 1;
+  if (aug[0] != '\0' && aug[0] != 'z') return -1;
+  const uint64_t code_align = ReadU(&p);
+  const int64_t data_align = ReadSleb(&p);
+  const uint64_t ra_reg = version == 1 ? *p++ : ReadU(&p);
+  if (ra_reg != 16) return -1;
+  uint8_t fde_enc = 0;  // absptr
+  if (aug[0] == 'z') {
+    const uint64_t aug_len = ReadU(&p);
+    const uint8_t* aug_end = p + aug_len;
+    for (const char* a = aug + 1; *a != '\0'; ++a) {
+      if (*a == 'R') {
+        fde_enc = *p++;
+      } else if (*a == 'L') {
+        ++p;
+      } else if (*a == 'P') {
+        const uint8_t enc = *p++;
+        if ((enc & 0x70) == 0x50) return -1;  // aligned
+        const size_t n = EncSize(enc);
+        if (n == 0) return -1;
+        p += n;
+      } else {
+        return -1;  // 'S' (signal frame) and anything else
+      }
+    }
+    p = aug_end;
+  }
+  const size_t ptr_size = EncSize(fde_enc);
+  if (ptr_size == 0) return -1;
+
+  // The row: CFA = reg + off; the return address's rule.
+  struct Row {
+    uint64_t reg = 0;
+    int64_t off = 0;
+    bool expr = false;
+    bool ra_ok = false;  // return address saved at CFA - 8
+  };
+  Row row, init;
+  Row saved[8];
+  int depth = 0;
+  uintptr_t loc = func;
+  bool in_cie = true;
+  // Returns false to stop: an unknown opcode (the result is then -1) or
+  // the row for pc reached.
+  bool bad = false, done = false;
+  auto run = [&](const uint8_t* q, const uint8_t* end) {
+    while (q < end && !bad && !done) {
+      const uint8_t op = *q++;
+      const uint8_t hi = op & 0xc0, lo = op & 0x3f;
+      uint64_t delta = 0;
+      bool advance = false;
+      if (hi == 0x40) {  // advance_loc
+        delta = lo * code_align;
+        advance = true;
+      } else if (hi == 0x80) {  // offset
+        const int64_t off = static_cast<int64_t>(ReadU(&q)) * data_align;
+        if (lo == 16) row.ra_ok = off == -8;
+      } else if (hi == 0xc0) {  // restore
+        if (lo == 16) row.ra_ok = init.ra_ok;
+      } else {
+        switch (op) {
+          case 0x00:  // nop
+            break;
+          case 0x02:  // advance_loc1
+            delta = *q++ * code_align;
+            advance = true;
+            break;
+          case 0x03: {  // advance_loc2
+            uint16_t d;
+            std::memcpy(&d, q, 2);
+            q += 2;
+            delta = d * code_align;
+            advance = true;
+            break;
+          }
+          case 0x04: {  // advance_loc4
+            uint32_t d;
+            std::memcpy(&d, q, 4);
+            q += 4;
+            delta = d * code_align;
+            advance = true;
+            break;
+          }
+          case 0x05: {  // offset_extended
+            const uint64_t r = ReadU(&q);
+            const int64_t off = static_cast<int64_t>(ReadU(&q)) * data_align;
+            if (r == 16) row.ra_ok = off == -8;
+            break;
+          }
+          case 0x11: {  // offset_extended_sf
+            const uint64_t r = ReadU(&q);
+            const int64_t off = ReadSleb(&q) * data_align;
+            if (r == 16) row.ra_ok = off == -8;
+            break;
+          }
+          case 0x06:  // restore_extended
+            if (ReadU(&q) == 16) row.ra_ok = init.ra_ok;
+            break;
+          case 0x07:  // undefined
+          case 0x08:  // same_value
+            if (ReadU(&q) == 16) row.ra_ok = false;
+            break;
+          case 0x09:  // register
+            if (ReadU(&q) == 16) row.ra_ok = false;
+            ReadU(&q);
+            break;
+          case 0x0a:  // remember_state
+            if (depth == 8) {
+              bad = true;
+              break;
+            }
+            saved[depth++] = row;
+            break;
+          case 0x0b:  // restore_state
+            if (depth == 0) {
+              bad = true;
+              break;
+            }
+            row = saved[--depth];
+            break;
+          case 0x0c:  // def_cfa
+            row.reg = ReadU(&q);
+            row.off = static_cast<int64_t>(ReadU(&q));
+            row.expr = false;
+            break;
+          case 0x12:  // def_cfa_sf
+            row.reg = ReadU(&q);
+            row.off = ReadSleb(&q) * data_align;
+            row.expr = false;
+            break;
+          case 0x0d:  // def_cfa_register
+            row.reg = ReadU(&q);
+            break;
+          case 0x0e:  // def_cfa_offset
+            row.off = static_cast<int64_t>(ReadU(&q));
+            break;
+          case 0x13:  // def_cfa_offset_sf
+            row.off = ReadSleb(&q) * data_align;
+            break;
+          case 0x0f: {  // def_cfa_expression
+            row.expr = true;
+            const uint64_t n = ReadU(&q);
+            q += n;
+            break;
+          }
+          case 0x10:    // expression
+          case 0x16: {  // val_expression
+            if (ReadU(&q) == 16) row.ra_ok = false;
+            const uint64_t n = ReadU(&q);
+            q += n;
+            break;
+          }
+          case 0x14:  // val_offset
+            if (ReadU(&q) == 16) row.ra_ok = false;
+            ReadU(&q);
+            break;
+          case 0x15:  // val_offset_sf
+            if (ReadU(&q) == 16) row.ra_ok = false;
+            ReadSleb(&q);
+            break;
+          case 0x2e:  // GNU_args_size (not part of the CFA)
+            ReadU(&q);
+            break;
+          default:  // set_loc, GNU_negative_offset_extended, vendor ops
+            bad = true;
+            break;
+        }
+      }
+      if (advance) {
+        if (in_cie) {
+          bad = true;  // a CIE does not advance
+        } else if (loc + delta > pc) {
+          done = true;
+        } else {
+          loc += delta;
+        }
+      }
+    }
+  };
+  run(p, cie_end);
+  if (bad) return -1;
+  init = row;
+  in_cie = false;
+  const uint8_t* q = fde + 8 + 2 * ptr_size;  // pc_begin, pc_range
+  if (aug[0] == 'z') {
+    const uint64_t n = ReadU(&q);
+    q += n;
+  }
+  run(q, fde_end);
+  if (bad || row.expr || row.reg != 7 || !row.ra_ok || row.off < 16 ||
+      row.off > (int64_t{1} << 30))
+    return -1;
+  return row.off;
+}
+#endif  // RL_FRAME_MEMO
+
 struct InertWalk {
   bool inert = true;
   bool reached = false;  // ThreadEntry's frame was found
+#ifdef RL_FRAME_MEMO
+  // Frames to memoize (return address and verdict), found by this walk.
+  struct Rec {
+    uintptr_t ra;
+    FrameMemo memo;
+  };
+  Rec recs[64];
+  int n_recs = 0;
+  // The last kPass frame, recorded once the next frame confirms its CFA.
+  bool pending = false;
+  Rec pend{};
+  uintptr_t pend_sp = 0;
+#endif
 };
 
-_Unwind_Reason_Code InertStep(_Unwind_Context* ctx, void* arg) {
-  auto* w = static_cast<InertWalk*>(arg);
+#ifdef RL_FRAME_MEMO
+// Records frame ctx's verdict (FrameKind) under its return address and,
+// for kPass, its CFA offset once the next frame shows that libgcc's CFA
+// agrees with the CFI reading. In the callback, _Unwind_GetCFA gives the
+// CFA of the frame below, i.e. this frame's stack pointer at its call.
+void RecordFrame(_Unwind_Context* ctx, InertWalk* w, FrameKind kind) {
+  const uintptr_t sp = _Unwind_GetCFA(ctx);
+  if (w->pending && w->n_recs < 64 &&
+      w->pend_sp + static_cast<uintptr_t>(w->pend.memo.cfa_off) == sp)
+    w->recs[w->n_recs++] = w->pend;
+  w->pending = false;
+  int before = 0;
+  const uintptr_t ra = _Unwind_GetIPInfo(ctx, &before);
+  if (before != 0 || w->n_recs == 64) return;
+  if (kind != FrameKind::kPass) {
+    w->recs[w->n_recs++] = {ra, FrameMemo{0, kind}};
+    return;
+  }
+  rl_eh_bases bases{};
+  void* fde = _Unwind_Find_FDE(reinterpret_cast<void*>(ra - 1), &bases);
+  if (fde == nullptr) return;
+  const int64_t off =
+      CfaRspOffsetAt(static_cast<const uint8_t*>(fde), bases.func, ra - 1);
+  if (off < 0) return;
+  w->pending = true;
+  w->pend = {ra, FrameMemo{static_cast<int32_t>(off), kind}};
+  w->pend_sp = sp;
+}
+#endif
+
+FrameKind InertKind(_Unwind_Context* ctx, InertWalk* w) {
   uintptr_t fn = _Unwind_GetRegionStart(ctx);
   if (fn == reinterpret_cast<uintptr_t>(&ThreadEntry)) {
     w->reached = true;
-    return _URC_END_OF_STACK;
+    return FrameKind::kThreadEntry;
   }
   if (fn == 0) {  // no unwind information
     w->inert = false;
-    return _URC_END_OF_STACK;
+    return FrameKind::kLandingPad;  // (not memoized: no FDE)
   }
-  if (IsEngineEntry(fn)) return _URC_NO_REASON;
+  if (IsEngineEntry(fn)) return FrameKind::kPass;
   const auto* lsda =
       static_cast<const uint8_t*>(_Unwind_GetLanguageSpecificData(ctx));
-  if (lsda == nullptr) return _URC_NO_REASON;  // no landing pads at all
+  if (lsda == nullptr) return FrameKind::kPass;  // no landing pads at all
   int before = 0;
   uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
   if (before == 0) --ip;  // a return address: the call is before it
-  if (LandingPadAt(lsda, fn, ip) == 0) return _URC_NO_REASON;
+  if (LandingPadAt(lsda, fn, ip) == 0) return FrameKind::kPass;
   w->inert = false;
-  return _URC_END_OF_STACK;
+  return FrameKind::kLandingPad;
+}
+
+_Unwind_Reason_Code InertStep(_Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<InertWalk*>(arg);
+  const FrameKind kind = InertKind(ctx, w);
+#ifdef RL_FRAME_MEMO
+  if (_Unwind_GetRegionStart(ctx) != 0) RecordFrame(ctx, w, kind);
+#endif
+  return kind == FrameKind::kPass ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
 // Called on a checker thread's stack: true if unwinding it to ThreadEntry
-// would run no landing pad.
-bool FramesInert() {
+// would run no landing pad. memo (may be null) gets the frames' verdicts.
+bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
   InertWalk w;
   _Unwind_Backtrace(&InertStep, &w);
+#ifdef RL_FRAME_MEMO
+  if (memo != nullptr) {
+    EngineScope engine;  // the memo's allocations are the engine's
+    for (int i = 0; i < w.n_recs; ++i) memo->emplace(w.recs[i].ra, w.recs[i].memo);
+  }
+#else
+  (void)memo;
+#endif
   return w.inert && w.reached;
 }
 
+#ifdef RL_FRAME_MEMO
+// FramesInert() by memo lookups when every frame from the caller's up to
+// ThreadEntry is memoized (see "the frame memo" above); else the backtrace,
+// which memoizes what it can. [lo, hi) is the running thread's stack.
+// Its own frame is not walked and holds nothing with a destructor.
+[[gnu::noinline]] bool FramesInertFast(
+    std::unordered_map<uintptr_t, FrameMemo>* memo, uintptr_t lo,
+    uintptr_t hi) {
+  // The caller's return address and stack pointer at the call (this
+  // frame's CFA: the frame pointer that __builtin_frame_address forces
+  // sits 16 bytes below it on x86-64).
+  uintptr_t ra = reinterpret_cast<uintptr_t>(
+      __builtin_extract_return_addr(__builtin_return_address(0)));
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
+  if (*reinterpret_cast<const uintptr_t*>(sp - 8) == ra) {
+    for (int k = 0; k < 256; ++k) {
+      auto it = memo->find(ra);
+      if (it == memo->end()) break;
+      const FrameMemo& m = it->second;
+      if (m.kind != FrameKind::kPass) {
+        const bool inert = m.kind == FrameKind::kThreadEntry;
+#ifdef RL_FRAME_MEMO_CHECK
+        // Self-check build: every memo verdict against the backtrace.
+        if (FramesInert(nullptr) != inert) {
+          std::fprintf(stderr, "rl: frame memo disagrees with backtrace\n");
+          std::abort();
+        }
+#endif
+        return inert;
+      }
+      const uintptr_t cfa = sp + static_cast<uintptr_t>(m.cfa_off);
+      if (cfa < lo + 8 || cfa > hi) break;
+      ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+      sp = cfa;
+    }
+  }
+  return FramesInert(memo);
+}
+#endif
+
 [[noreturn]] void Engine::Abandon() {
   if (in_thread_ && threads_[cur_].noabort == 0 &&
-      std::uncaught_exceptions() == 0 && FramesInert()) {
-    FinishThread(this, cur_);
+      std::uncaught_exceptions() == 0) {
+#ifdef RL_FRAME_MEMO
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(threads_[cur_].stack);
+    const bool inert = FramesInertFast(&frame_memo_, lo, lo + kStackSize);
+#else
+    const bool inert = FramesInert(nullptr);
+#endif
+    if (inert) FinishThread(this, cur_);
   }
   throw AbortExecution();
 }
