@@ -322,8 +322,9 @@ struct VarState {
   std::vector<VarAcc> reads;
 };
 
+// What building an event found besides the event itself (which is built
+// in place, at the end of events_).
 struct Built {
-  Event ev;
   Clock sync;               // released clock reaching a relaxed read
   std::vector<int> sc_src;  // SC events synchronizing with the read
 };
@@ -465,12 +466,18 @@ class Engine {
   }
   int ReadLowerBound(int loc, const Clock& c) const;
   int WriteLowerBound(int loc, const Clock& c) const;
-  Built Build(unsigned t, const Pending& op, const Action& a) const;
+  // Builds thread t's event for op and action a into e (fresh, already at
+  // the end of events_) and b (its capacity reused).
+  void Build(unsigned t, const Pending& op, const Action& a, Event& e,
+             Built& b) const;
+  // A new event at the end of events_ (then Build or fill it, then Push).
+  Event& NewEvent() { return events_.emplace_back(); }
   // Makes e thread t's next event: its index and t's clock, ticked.
   void Stamp(unsigned t, Event& e) const;
   // As Stamp(), for an event that reads nothing (an atomic's construction,
   // a fence): what it knows afterwards is what its thread knew before.
   void StampLocal(unsigned t, Event& e) const;
+  // Adds the last event of events_ to the graph (its location, SC order).
   void Push(const Built& b);
   void Pop();
   void Commit(unsigned t, const Built& b);
@@ -542,6 +549,7 @@ class Engine {
   std::vector<std::vector<VarAcc>> var_pool_;
   std::vector<Choice> choice_pool_;
   std::vector<Action> scratch_opts_;
+  Built built_, probe_;  // Build's side results (Apply / ActionsFor)
   std::vector<uint32_t> scratch_segs_;
   void TakePooled(std::vector<int>* v) {
     if (int_pool_.empty()) return;
@@ -1368,10 +1376,11 @@ void Engine::StampLocal(unsigned t, Event& e) const {
   e.porf.set(t, e.idx);
 }
 
-Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
+void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
+                   Built& b) const {
   const ThreadState& th = threads_[t];
-  Built b;
-  Event& e = b.ev;
+  b.sync = Clock();
+  b.sc_src.clear();
   Stamp(t, e);
   e.loc = op.loc;
   e.info = op.info;
@@ -1442,12 +1451,10 @@ Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
     }
     if (e.acq) e.post.Join(b.sync);
   }
-  return b;
 }
 
 void Engine::Push(const Built& b) {
-  int id = static_cast<int>(events_.size());
-  events_.push_back(b.ev);
+  int id = static_cast<int>(events_.size()) - 1;
   Event& e = events_.back();
   sc_sw_mark_.push_back(sc_sw_.size());
   if (e.loc >= 0) {
@@ -1672,8 +1679,8 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
         op.mo == mo_seq_cst ||
         (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst);
     if (NeedSc(new_sc)) {
-      Built b = Build(t, op, a);
-      Push(b);
+      Build(t, op, a, NewEvent(), probe_);
+      Push(probe_);
       bool ok = ScConsistent();
       Pop();
       if (!ok) return;
@@ -1837,7 +1844,8 @@ void Engine::Apply(const Action& a) {
   ThreadState& th = threads_[t];
   th.pending = false;
   if (th.op.kind != OpKind::kResume) {
-    Built b = Build(t, th.op, a);
+    Built& b = built_;
+    Build(t, th.op, a, NewEvent(), b);
     Push(b);
     if (mode_ == Mode::kDfs && last_choice_ >= 0) {
       stack_[last_choice_].ev = static_cast<int>(events_.size()) - 1;
@@ -1867,8 +1875,9 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
   locs_.back().info = info;
   locs_.back().addr = static_cast<const char*>(addr);
   ThreadState& th = threads_[cur_];
-  Built b;
-  Event& e = b.ev;
+  Built& b = built_;
+  b.sc_src.clear();
+  Event& e = NewEvent();
   e.kind = Kind::kInit;
   e.writes = true;
   StampLocal(cur_, e);
@@ -1924,7 +1933,8 @@ uint64_t Engine::Op(Pending op) {
     Action a;
     if (!Decide(DecideKind::kMain, 0, &a)) Prune();
     th.pending = false;
-    Built b = Build(n_, th.op, a);
+    Built& b = built_;
+    Build(n_, th.op, a, NewEvent(), b);
     Push(b);
     Commit(n_, b);
     th.result = events_.back().reads ? events_.back().rval : 0;
@@ -1937,8 +1947,9 @@ uint64_t Engine::Op(Pending op) {
 void Engine::Fence(memory_order mo, const debug_info& info) {
   if (mo == mo_relaxed) return;
   ThreadState& th = threads_[cur_];
-  Built b;
-  Event& e = b.ev;
+  Built& b = built_;
+  b.sc_src.clear();
+  Event& e = NewEvent();
   e.kind = Kind::kFence;
   StampLocal(cur_, e);
   e.mo = mo;
@@ -1948,7 +1959,7 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
   e.sc = mo == mo_seq_cst;
   if (e.acq) {
     e.post.Join(th.acq_pending);
-    b.sc_src = th.sc_pending;
+    b.sc_src.assign(th.sc_pending.begin(), th.sc_pending.end());
   }
   Push(b);
   th.idx = e.idx;
