@@ -1653,12 +1653,18 @@ bool Engine::ScConsistent() {
 // A write w was just added. Every earlier decision that placed a read r of
 // the same location, where w does not depend on r (not porf-after it), could
 // instead have deferred r's thread so that r reads w: enable that deferral.
+// Only the location's accesses can be such reads: each event placed by a
+// scheduling decision names it (Event::choice, the decision's Choice::ev
+// names the event back), so this reads the location's accesses instead of
+// the whole decision stack.
 void Engine::Discover(const Event& w, const Clock& porf_before) {
-  for (size_t k = 0; k < pos_ && k < stack_.size(); ++k) {
+  for (int id : locs_[w.loc].acc) {
+    const Event& r = events_[id];
+    if (r.choice < 0 || !r.reads || r.tid == w.tid) continue;
+    const size_t k = static_cast<size_t>(r.choice);
+    if (k >= pos_ || k >= stack_.size()) continue;
     Choice& c = stack_[k];
-    if (c.ev < 0 || c.seg_end.empty()) continue;
-    const Event& r = events_[c.ev];
-    if (!r.reads || r.loc != w.loc || r.tid == w.tid) continue;
+    if (c.ev != id || c.seg_end.empty()) continue;
     uint32_t m = c.SegOf(c.cur);
     if (c.enabled_segs > m + 1) continue;
     if (porf_before.get(r.tid) >= r.idx) continue;
