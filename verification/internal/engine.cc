@@ -403,7 +403,14 @@ class Engine {
                 bool report_foreign);
   void FreedAccess(const char* what, const debug_info& decl,
                    const debug_info& info);
-  void CheckInitialized(const Pending& op);
+  // The common case inline (initialized before, by happens-before, and not
+  // freed); the report out of line.
+  void CheckInitialized(const Pending& op) {
+    const Loc& l = locs_[op.loc];
+    if (!l.freed && (l.init < 0 || Hb(l.init, threads_[cur_].clock))) return;
+    ReportUninitialized(op);
+  }
+  void ReportUninitialized(const Pending& op);
   void Fence(memory_order mo, const debug_info& info);
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
@@ -1379,7 +1386,6 @@ void Engine::StampLocal(unsigned t, Event& e) const {
 void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
                    Built& b) const {
   const ThreadState& th = threads_[t];
-  b.sync = Clock();
   b.sc_src.clear();
   Stamp(t, e);
   e.loc = op.loc;
@@ -1424,6 +1430,7 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
   e.porf = th.porf;
   e.porf.set(t, e.idx);
   if (e.reads) {
+    b.sync = Clock();  // read only for reads (here and in Commit)
     e.rf = a.rf;
     e.porf.Join(events_[a.rf].porf);
     e.rval = events_[a.rf].wval;
@@ -1500,9 +1507,9 @@ void Engine::Commit(unsigned t, const Built& b) {
   // potential write (reading another value it would have written).
   if ((e.writes || e.kind == Kind::kCasFail) && mode_ == Mode::kDfs &&
       p_.lazy_deferral) {
-    Clock before = th.porf;
-    before.set(t, e.idx);
-    Discover(e, before);
+    // Discover reads entries of other threads only: th.porf (not yet
+    // updated) is the porf before this event there.
+    Discover(e, th.porf);
   }
   th.idx = e.idx;
   th.clock = e.post;
@@ -1658,6 +1665,8 @@ bool Engine::ScConsistent() {
 // names the event back), so this reads the location's accesses instead of
 // the whole decision stack.
 void Engine::Discover(const Event& w, const Clock& porf_before) {
+  // porf_before: w's thread's porf before w (only other threads' entries
+  // are read: a read of w's own thread is skipped below).
   for (int id : locs_[w.loc].acc) {
     const Event& r = events_[id];
     if (r.choice < 0 || !r.reads || r.tid == w.tid) continue;
@@ -1903,7 +1912,7 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
 // /3: initialization is not an atomic operation), so an access not ordered
 // after it by happens-before is a data race. Only the accessing thread's
 // clock matters: the access itself cannot acquire its own initialization.
-void Engine::CheckInitialized(const Pending& op) {
+void Engine::ReportUninitialized(const Pending& op) {
   const Loc& l = locs_[op.loc];
   const ThreadState& th = threads_[cur_];
   if (l.freed) {
