@@ -161,7 +161,12 @@ constexpr int kClockSlots =
 int g_clock_width = kClockSlots;
 
 struct Clock {
-  int32_t c[kClockSlots] = {};
+  int32_t c[kClockSlots];
+  Clock() : c{} {}
+  // Leaves the entries indeterminate: for a clock that is assigned before
+  // it is read (an Event's, see Stamp).
+  struct NoInit {};
+  explicit Clock(NoInit) {}
   int32_t get(int i) const { return c[i]; }
   void set(int i, int32_t v) { c[i] = v; }
   void Join(const Clock& o) {
@@ -175,7 +180,11 @@ struct Clock {
 enum class Kind : uint8_t { kInit, kLoad, kStore, kRmw, kCasFail, kFence };
 
 struct Event {
-  Kind kind;
+  // User-provided, so that creating an event (events_.emplace_back(),
+  // value-initialization) does not zero the whole object first: the
+  // members' initializers below apply, the clocks stay unset.
+  Event() {}
+  Kind kind = Kind::kInit;
   bool reads = false, writes = false, acq = false, rel = false, sc = false;
   int tid = 0, idx = 0;  // idx: 1-based position in its thread
   int loc = -1;
@@ -187,9 +196,11 @@ struct Event {
   int rmw_reader = -1;  // the RMW reading from this write, if any
   int rel_fence = -1;   // po-latest release fence before this write
   int choice = -1;      // DFS: the scheduling decision that created it
-  Clock pre;            // thread clock at the event, before acquiring
-  Clock post;           // after acquiring
-  Clock porf;           // (po U rf)+ predecessors, per thread
+  // Not zeroed when the event is created: Stamp() and StampLocal() or
+  // Build() assign all three before anything reads them.
+  Clock pre{Clock::NoInit{}};   // thread clock at the event, before acquiring
+  Clock post{Clock::NoInit{}};  // after acquiring
+  Clock porf{Clock::NoInit{}};  // (po U rf)+ predecessors, per thread
   debug_info info;
 };
 
