@@ -464,7 +464,17 @@ class Engine {
 
   // Decisions.
   enum class DecideKind { kSched, kMain, kRand };
-  bool Decide(DecideKind kind, unsigned rand_limit, Action* out);
+  // A decision: replayed from the stack (inline, the common case) or new.
+  bool Decide(DecideKind kind, unsigned rand_limit, Action* out) {
+    if (mode_ == Mode::kDfs && pos_ < stack_.size()) {
+      if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
+      const Choice& c = stack_[pos_++];
+      *out = c.opts[c.cur];
+      return true;
+    }
+    return DecideNew(kind, rand_limit, out);
+  }
+  bool DecideNew(DecideKind kind, unsigned rand_limit, Action* out);
   void EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs);
   void Discover(const Event& w, const Clock& porf_before);
   void ActionsFor(unsigned t, std::vector<Action>* out);
@@ -1789,13 +1799,7 @@ void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
   }
 }
 
-bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
-  if (mode_ == Mode::kDfs && pos_ < stack_.size()) {
-    if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
-    const Choice& c = stack_[pos_++];
-    *out = c.opts[c.cur];
-    return true;
-  }
+bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   std::vector<Action>& opts = scratch_opts_;
   std::vector<uint32_t>& segs = scratch_segs_;
   opts.clear();
