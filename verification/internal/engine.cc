@@ -373,9 +373,15 @@ enum class Mode { kDfs, kRandom, kReplay };
 
 // Abandon(): a frame's verdict, by return address (see "the frame memo").
 enum class FrameKind : uint8_t { kPass, kLandingPad, kThreadEntry };
+// For kPass, how to reach the caller's frame: CFA = (rsp or rbp at the
+// call) + cfa_off; the caller's rbp is saved at CFA + rbp_off, or rbp is
+// left as it is.
 struct FrameMemo {
-  int32_t cfa_off;  // kPass: CFA = stack pointer at the call + cfa_off
-  FrameKind kind;
+  int32_t cfa_off = 0;
+  int32_t rbp_off = 0;
+  bool cfa_rbp = false;    // CFA from rbp (a frame pointer), else rsp
+  bool rbp_saved = false;  // the caller's rbp is at CFA + rbp_off
+  FrameKind kind = FrameKind::kPass;
 };
 
 class Engine;
@@ -848,16 +854,18 @@ bool IsEngineEntry(uintptr_t fn) {
 // frame depends only on the frame's return address: whether the function
 // is ThreadEntry or an engine entry, and whether its LSDA has a landing pad
 // at that call site. Walking up from one frame to the next needs its CFA
-// (the caller's stack pointer, return address at CFA - 8): where the
-// function's CFI says CFA = rsp + K at that call site, K is a constant of
-// the return address too. So each return address seen by a backtrace is
-// memoized with its verdict and, if its CFA rule is rsp + K (read from its
-// FDE below and checked against libgcc's CFA in that same backtrace), K;
-// the next abandoned thread with the same frames walks them by memo lookups
-// alone. A return address not in the memo (a frame not seen yet, a
-// frame-pointer or realigned frame, whose CFA depends on a register, an
-// unreadable FDE, a signal frame) falls back to the backtrace: no frame is
-// ever dropped on a guess.
+// (the caller's stack pointer, return address at CFA - 8) and the caller's
+// rbp: where the function's CFI says CFA = rsp + K or rbp + K at that call
+// site and rbp is saved at CFA + J or left alone, K and J are constants of
+// the return address too (rbp + K is the frame-pointer case, every frame
+// of a -fno-omit-frame-pointer build). So each return address seen by a
+// backtrace is memoized with its verdict and these rules (read from its
+// FDE below, and kept only if libgcc's CFA and rbp for the caller in that
+// same backtrace agree); the next abandoned thread with the same frames
+// walks them by memo lookups alone. A return address not in the memo (a
+// frame not seen yet, a realigned frame whose CFA is an expression, an
+// FDE or opcode not read here, a signal frame) falls back to the
+// backtrace: no frame is ever dropped on a guess.
 // (FrameKind and FrameMemo are declared before the Engine class.)
 
 #ifdef RL_FRAME_MEMO
@@ -898,33 +906,37 @@ size_t EncSize(uint8_t enc) {
   return 0;
 }
 
-// The CFA rule in force at address pc (inside the function whose FDE is
-// fde, starting at func), run from the CIE's initial instructions and the
-// FDE's instructions as DWARF 5 section 6.4.2 says. Returns K if the CFA
-// is rsp + K there and the return address is saved at CFA - 8 (x86-64's
-// default); -1 for anything else or any opcode not read here.
-int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
+// The unwinding rules in force at address pc (inside the function whose
+// FDE is fde, starting at func), run from the CIE's initial instructions
+// and the FDE's instructions as DWARF 5 section 6.4.2 says. True, with
+// *m filled, if the CFA is rsp + K or rbp + K there, the return address is
+// saved at CFA - 8 (x86-64's default) and rbp is either saved at a CFA
+// offset or left unchanged; false for anything else and for any opcode
+// not read here.
+bool CfaRuleAt(const uint8_t* fde, uintptr_t func, uintptr_t pc,
+               FrameMemo* m) {
+  constexpr uint64_t kRbp = 6, kRsp = 7, kRa = 16;
   uint32_t len;
   std::memcpy(&len, fde, 4);
-  if (len == 0 || len == 0xffffffffu) return -1;
+  if (len == 0 || len == 0xffffffffu) return false;
   const uint8_t* fde_end = fde + 4 + len;
   int32_t cie_ptr;
   std::memcpy(&cie_ptr, fde + 4, 4);
   const uint8_t* cie = fde + 4 - cie_ptr;
   uint32_t cie_len;
   std::memcpy(&cie_len, cie, 4);
-  if (cie_len == 0 || cie_len == 0xffffffffu) return -1;
+  if (cie_len == 0 || cie_len == 0xffffffffu) return false;
   const uint8_t* cie_end = cie + 4 + cie_len;
   const uint8_t* p = cie + 8;  // length, CIE id
   const uint8_t version = *p++;
-  if (version != 1 && version != 3) return -1;
+  if (version != 1 && version != 3) return false;
   const char* aug = reinterpret_cast<const char*>(p);
   p += std::strlen(aug) + 1;
-  if (aug[0] != '\0' && aug[0] != 'z') return -1;
+  if (aug[0] != '\0' && aug[0] != 'z') return false;
   const uint64_t code_align = ReadU(&p);
   const int64_t data_align = ReadSleb(&p);
   const uint64_t ra_reg = version == 1 ? *p++ : ReadU(&p);
-  if (ra_reg != 16) return -1;
+  if (ra_reg != kRa) return false;
   uint8_t fde_enc = 0;  // absptr
   if (aug[0] == 'z') {
     const uint64_t aug_len = ReadU(&p);
@@ -936,18 +948,18 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
         ++p;
       } else if (*a == 'P') {
         const uint8_t enc = *p++;
-        if ((enc & 0x70) == 0x50) return -1;  // aligned
+        if ((enc & 0x70) == 0x50) return false;  // aligned
         const size_t n = EncSize(enc);
-        if (n == 0) return -1;
+        if (n == 0) return false;
         p += n;
       } else {
-        return -1;  // 'S' (signal frame) and anything else
+        return false;  // 'S' (signal frame) and anything else
       }
     }
     p = aug_end;
   }
   const size_t ptr_size = EncSize(fde_enc);
-  if (ptr_size == 0) return -1;
+  if (ptr_size == 0) return false;
 
   // The row: CFA = reg + off; the return address's rule.
   struct Row {
@@ -955,6 +967,8 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
     int64_t off = 0;
     bool expr = false;
     bool ra_ok = false;  // return address saved at CFA - 8
+    int rbp = 0;         // 0 unchanged, 1 saved at CFA + rbp_off, 2 other
+    int64_t rbp_off = 0;
   };
   Row row, init;
   Row saved[8];
@@ -964,6 +978,26 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
   // Returns false to stop: an unknown opcode (the result is then -1) or
   // the row for pc reached.
   bool bad = false, done = false;
+  // Register r saved at CFA + off; restored to the CIE's rule; any other
+  // rule (only the return address's and rbp's matter here).
+  auto saved_at = [&](uint64_t r, int64_t off) {
+    if (r == kRa) row.ra_ok = off == -8;
+    if (r == kRbp) {
+      row.rbp = 1;
+      row.rbp_off = off;
+    }
+  };
+  auto restore = [&](uint64_t r) {
+    if (r == kRa) row.ra_ok = init.ra_ok;
+    if (r == kRbp) {
+      row.rbp = init.rbp;
+      row.rbp_off = init.rbp_off;
+    }
+  };
+  auto other = [&](uint64_t r) {
+    if (r == kRa) row.ra_ok = false;
+    if (r == kRbp) row.rbp = 2;
+  };
   auto run = [&](const uint8_t* q, const uint8_t* end) {
     while (q < end && !bad && !done) {
       const uint8_t op = *q++;
@@ -975,9 +1009,9 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
         advance = true;
       } else if (hi == 0x80) {  // offset
         const int64_t off = static_cast<int64_t>(ReadU(&q)) * data_align;
-        if (lo == 16) row.ra_ok = off == -8;
+        saved_at(lo, off);
       } else if (hi == 0xc0) {  // restore
-        if (lo == 16) row.ra_ok = init.ra_ok;
+        restore(lo);
       } else {
         switch (op) {
           case 0x00:  // nop
@@ -1005,24 +1039,29 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
           case 0x05: {  // offset_extended
             const uint64_t r = ReadU(&q);
             const int64_t off = static_cast<int64_t>(ReadU(&q)) * data_align;
-            if (r == 16) row.ra_ok = off == -8;
+            saved_at(r, off);
             break;
           }
           case 0x11: {  // offset_extended_sf
             const uint64_t r = ReadU(&q);
             const int64_t off = ReadSleb(&q) * data_align;
-            if (r == 16) row.ra_ok = off == -8;
+            saved_at(r, off);
             break;
           }
           case 0x06:  // restore_extended
-            if (ReadU(&q) == 16) row.ra_ok = init.ra_ok;
+            restore(ReadU(&q));
             break;
           case 0x07:  // undefined
-          case 0x08:  // same_value
-            if (ReadU(&q) == 16) row.ra_ok = false;
+            other(ReadU(&q));
             break;
+          case 0x08: {  // same_value
+            const uint64_t r = ReadU(&q);
+            if (r == kRa) row.ra_ok = false;
+            if (r == kRbp) row.rbp = 0;
+            break;
+          }
           case 0x09:  // register
-            if (ReadU(&q) == 16) row.ra_ok = false;
+            other(ReadU(&q));
             ReadU(&q);
             break;
           case 0x0a:  // remember_state
@@ -1066,17 +1105,17 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
           }
           case 0x10:    // expression
           case 0x16: {  // val_expression
-            if (ReadU(&q) == 16) row.ra_ok = false;
+            other(ReadU(&q));
             const uint64_t n = ReadU(&q);
             q += n;
             break;
           }
           case 0x14:  // val_offset
-            if (ReadU(&q) == 16) row.ra_ok = false;
+            other(ReadU(&q));
             ReadU(&q);
             break;
           case 0x15:  // val_offset_sf
-            if (ReadU(&q) == 16) row.ra_ok = false;
+            other(ReadU(&q));
             ReadSleb(&q);
             break;
           case 0x2e:  // GNU_args_size (not part of the CFA)
@@ -1099,7 +1138,7 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
     }
   };
   run(p, cie_end);
-  if (bad) return -1;
+  if (bad) return false;
   init = row;
   in_cie = false;
   const uint8_t* q = fde + 8 + 2 * ptr_size;  // pc_begin, pc_range
@@ -1108,10 +1147,16 @@ int64_t CfaRspOffsetAt(const uint8_t* fde, uintptr_t func, uintptr_t pc) {
     q += n;
   }
   run(q, fde_end);
-  if (bad || row.expr || row.reg != 7 || !row.ra_ok || row.off < 16 ||
-      row.off > (int64_t{1} << 30))
-    return -1;
-  return row.off;
+  if (bad || row.expr || (row.reg != kRsp && row.reg != kRbp) ||
+      !row.ra_ok || row.rbp == 2 || row.off < 8 ||
+      row.off > (int64_t{1} << 30) || row.rbp_off < -(int64_t{1} << 30) ||
+      row.rbp_off > (int64_t{1} << 30))
+    return false;
+  m->cfa_off = static_cast<int32_t>(row.off);
+  m->cfa_rbp = row.reg == kRbp;
+  m->rbp_saved = row.rbp == 1;
+  m->rbp_off = static_cast<int32_t>(row.rbp_off);
+  return true;
 }
 #endif  // RL_FRAME_MEMO
 
@@ -1126,40 +1171,55 @@ struct InertWalk {
   };
   Rec recs[64];
   int n_recs = 0;
-  // The last kPass frame, recorded once the next frame confirms its CFA.
+  // The last kPass frame, recorded once the next frame confirms its rules;
+  // its rsp and rbp at its call.
   bool pending = false;
   Rec pend{};
-  uintptr_t pend_sp = 0;
+  uintptr_t pend_sp = 0, pend_rbp = 0;
 #endif
 };
 
 #ifdef RL_FRAME_MEMO
 // Records frame ctx's verdict (FrameKind) under its return address and,
-// for kPass, its CFA offset once the next frame shows that libgcc's CFA
-// agrees with the CFI reading. In the callback, _Unwind_GetCFA gives the
-// CFA of the frame below, i.e. this frame's stack pointer at its call.
+// for kPass, its rules (CfaRuleAt) once the next frame shows that
+// libgcc's unwinding agrees: the same CFA and the same rbp in the caller.
+// In the callback, _Unwind_GetCFA gives the CFA of the frame below, i.e.
+// this frame's stack pointer at its call; _Unwind_GetGR(ctx, 6) its rbp.
 void RecordFrame(_Unwind_Context* ctx, InertWalk* w, FrameKind kind) {
   const uintptr_t sp = _Unwind_GetCFA(ctx);
-  if (w->pending && w->n_recs < 64 &&
-      w->pend_sp + static_cast<uintptr_t>(w->pend.memo.cfa_off) == sp)
-    w->recs[w->n_recs++] = w->pend;
+  const uintptr_t rbp = _Unwind_GetGR(ctx, 6);
+  if (w->pending && w->n_recs < 64) {
+    const FrameMemo& m = w->pend.memo;
+    const uintptr_t cfa =
+        (m.cfa_rbp ? w->pend_rbp : w->pend_sp) + static_cast<intptr_t>(m.cfa_off);
+    if (cfa == sp) {
+      const uintptr_t caller_rbp =
+          m.rbp_saved ? *reinterpret_cast<const uintptr_t*>(
+                            cfa + static_cast<intptr_t>(m.rbp_off))
+                      : w->pend_rbp;
+      if (caller_rbp == rbp) w->recs[w->n_recs++] = w->pend;
+    }
+  }
   w->pending = false;
   int before = 0;
   const uintptr_t ra = _Unwind_GetIPInfo(ctx, &before);
   if (before != 0 || w->n_recs == 64) return;
   if (kind != FrameKind::kPass) {
-    w->recs[w->n_recs++] = {ra, FrameMemo{0, kind}};
+    FrameMemo m;
+    m.kind = kind;
+    w->recs[w->n_recs++] = {ra, m};
     return;
   }
   rl_eh_bases bases{};
   void* fde = _Unwind_Find_FDE(reinterpret_cast<void*>(ra - 1), &bases);
   if (fde == nullptr) return;
-  const int64_t off =
-      CfaRspOffsetAt(static_cast<const uint8_t*>(fde), bases.func, ra - 1);
-  if (off < 0) return;
+  FrameMemo m;
+  if (!CfaRuleAt(static_cast<const uint8_t*>(fde), bases.func, ra - 1, &m))
+    return;
   w->pending = true;
-  w->pend = {ra, FrameMemo{static_cast<int32_t>(off), kind}};
+  w->pend = {ra, m};
   w->pend_sp = sp;
+  w->pend_rbp = rbp;
 }
 #endif
 
@@ -1221,9 +1281,13 @@ bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
   // The caller's return address and stack pointer at the call (this
   // frame's CFA: the frame pointer that __builtin_frame_address forces
   // sits 16 bytes below it on x86-64).
+  // The caller's rbp is where this function's prologue pushed it, at the
+  // frame address.
+  const uintptr_t fa = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   uintptr_t ra = reinterpret_cast<uintptr_t>(
       __builtin_extract_return_addr(__builtin_return_address(0)));
-  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
+  uintptr_t sp = fa + 16;
+  uintptr_t rbp = *reinterpret_cast<const uintptr_t*>(fa);
   if (*reinterpret_cast<const uintptr_t*>(sp - 8) == ra) {
     for (int k = 0; k < 256; ++k) {
       auto it = memo->find(ra);
@@ -1240,8 +1304,14 @@ bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
 #endif
         return inert;
       }
-      const uintptr_t cfa = sp + static_cast<uintptr_t>(m.cfa_off);
+      const uintptr_t cfa =
+          (m.cfa_rbp ? rbp : sp) + static_cast<intptr_t>(m.cfa_off);
       if (cfa < lo + 8 || cfa > hi) break;
+      if (m.rbp_saved) {
+        const uintptr_t at = cfa + static_cast<intptr_t>(m.rbp_off);
+        if (at < lo || at > hi - 8) break;
+        rbp = *reinterpret_cast<const uintptr_t*>(at);
+      }
       ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
       sp = cfa;
     }
