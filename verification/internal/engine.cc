@@ -285,7 +285,7 @@ struct ThreadVars {
   int constraint = 0;  // a deferred read must read an event id >= this
   Clock clock;
   Clock porf;
-  Clock acq_pending;            // released clocks seen by relaxed reads
+  Clock acq_pending;  // released clocks seen by relaxed reads
   int rel_fence = -1;
   int idx = 0;
   bool has_prev = false, iter_wrote = false;
@@ -913,8 +913,7 @@ size_t EncSize(uint8_t enc) {
 // saved at CFA - 8 (x86-64's default) and rbp is either saved at a CFA
 // offset or left unchanged; false for anything else and for any opcode
 // not read here.
-bool CfaRuleAt(const uint8_t* fde, uintptr_t func, uintptr_t pc,
-               FrameMemo* m) {
+bool CfaRuleAt(const uint8_t* fde, uintptr_t func, uintptr_t pc, FrameMemo* m) {
   constexpr uint64_t kRbp = 6, kRsp = 7, kRa = 16;
   uint32_t len;
   std::memcpy(&len, fde, 4);
@@ -1147,10 +1146,9 @@ bool CfaRuleAt(const uint8_t* fde, uintptr_t func, uintptr_t pc,
     q += n;
   }
   run(q, fde_end);
-  if (bad || row.expr || (row.reg != kRsp && row.reg != kRbp) ||
-      !row.ra_ok || row.rbp == 2 || row.off < 8 ||
-      row.off > (int64_t{1} << 30) || row.rbp_off < -(int64_t{1} << 30) ||
-      row.rbp_off > (int64_t{1} << 30))
+  if (bad || row.expr || (row.reg != kRsp && row.reg != kRbp) || !row.ra_ok ||
+      row.rbp == 2 || row.off < 8 || row.off > (int64_t{1} << 30) ||
+      row.rbp_off < -(int64_t{1} << 30) || row.rbp_off > (int64_t{1} << 30))
     return false;
   m->cfa_off = static_cast<int32_t>(row.off);
   m->cfa_rbp = row.reg == kRbp;
@@ -1190,8 +1188,8 @@ void RecordFrame(_Unwind_Context* ctx, InertWalk* w, FrameKind kind) {
   const uintptr_t rbp = _Unwind_GetGR(ctx, 6);
   if (w->pending && w->n_recs < 64) {
     const FrameMemo& m = w->pend.memo;
-    const uintptr_t cfa =
-        (m.cfa_rbp ? w->pend_rbp : w->pend_sp) + static_cast<intptr_t>(m.cfa_off);
+    const uintptr_t cfa = (m.cfa_rbp ? w->pend_rbp : w->pend_sp) +
+                          static_cast<intptr_t>(m.cfa_off);
     if (cfa == sp) {
       const uintptr_t caller_rbp =
           m.rbp_saved ? *reinterpret_cast<const uintptr_t*>(
@@ -1262,7 +1260,8 @@ bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
 #ifdef RL_FRAME_MEMO
   if (memo != nullptr) {
     EngineScope engine;  // the memo's allocations are the engine's
-    for (int i = 0; i < w.n_recs; ++i) memo->emplace(w.recs[i].ra, w.recs[i].memo);
+    for (int i = 0; i < w.n_recs; ++i)
+      memo->emplace(w.recs[i].ra, w.recs[i].memo);
   }
 #else
   (void)memo;
