@@ -31,6 +31,31 @@
 #include <unordered_set>
 #include <vector>
 
+// AddressSanitizer: a checker thread's stack is heap memory used as a
+// stack. Every switch is announced to ASan as a fiber switch
+// (AsanStartSwitch/AsanFinishSwitch), so that its reset at a no-return call
+// (a throw, FinishThread) clears the redzones of the right stack; and an
+// abandoned thread's frames are dropped without returning, so StartThread
+// unpoisons the whole stack before reusing it.
+#if defined(__SANITIZE_ADDRESS__)
+#define RL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RL_ASAN 1
+#endif
+#endif
+#ifdef RL_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define AsanStartSwitch(save, bottom, size) \
+  __sanitizer_start_switch_fiber(save, bottom, size)
+#define AsanFinishSwitch(save, bottom, size) \
+  __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define AsanStartSwitch(save, bottom, size) ((void)0)
+#define AsanFinishSwitch(save, bottom, size) ((void)0)
+#endif
+
 #if defined(__x86_64__) && !defined(RL_NO_FRAME_MEMO)
 // Frame memo for abandoned threads (see FramesInertFast). libgcc exports
 // the FDE lookup its unwinder uses; no public header declares it on Linux.
@@ -304,6 +329,9 @@ struct ThreadVars {
   void* ret = nullptr;  // fn's result, for pthread_join
   bool spawned = false;  // created; started by the scheduler loop
   int join_target = -1;
+#ifdef RL_ASAN
+  void* asan_fake = nullptr;  // ASan's fake stack while switched out
+#endif
 };
 
 struct ThreadState : ThreadVars {
@@ -564,6 +592,12 @@ class Engine {
   // Execution state.
   ucontext_t sched_uc_;
   void* sched_sp_ = nullptr;
+#ifdef RL_ASAN
+  // ASan (fiber switches): the scheduler's stack and fake stack.
+  const void* sched_bottom_ = nullptr;
+  size_t sched_size_ = 0;
+  void* sched_fake_ = nullptr;
+#endif
   std::vector<ThreadState> threads_;
   unsigned cur_ = 0;  // running thread; n_ = main
   bool in_thread_ = false;
@@ -693,6 +727,7 @@ struct UserScope {
 
 void ThreadEntry() {
   Engine* e = g_engine;
+  AsanFinishSwitch(nullptr, &e->sched_bottom_, &e->sched_size_);
   unsigned t = e->cur_;
   ThreadState& th = e->threads_[t];
   try {
@@ -722,6 +757,8 @@ void ThreadEntry() {
   // Threads joining this one may go on.
   for (ThreadState& o : e->threads_)
     if (o.join_target == static_cast<int>(t)) o.blocked = false;
+  // A finished thread's fake stack (ASan) is released: save nullptr.
+  AsanStartSwitch(nullptr, e->sched_bottom_, e->sched_size_);
 #ifdef RL_FAST_SWITCH
   rl_switch_context(&th.sp, e->sched_sp_);
 #else
@@ -1335,6 +1372,10 @@ bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
 
 void Engine::StartThread(unsigned t) {
   ThreadState& th = threads_[t];
+#ifdef RL_ASAN
+  // Frames an earlier execution dropped left their redzones poisoned.
+  __asan_unpoison_memory_region(th.stack, kStackSize);
+#endif
 #ifdef RL_FAST_SWITCH
   // Initial frame popped by rl_switch_context: FP control words, six
   // callee-saved registers, then the return address = ThreadEntry. The
@@ -1369,22 +1410,26 @@ void Engine::StartThread(unsigned t) {
 void Engine::Resume(unsigned t) {
   cur_ = t;
   in_thread_ = true;
+  AsanStartSwitch(&sched_fake_, threads_[t].stack, kStackSize);
 #ifdef RL_FAST_SWITCH
   rl_switch_context(&sched_sp_, threads_[t].sp);
 #else
   swapcontext(&sched_uc_, &threads_[t].uc);
 #endif
+  AsanFinishSwitch(sched_fake_, nullptr, nullptr);
   in_thread_ = false;
   cur_ = n_;
 }
 
 void Engine::SwitchToScheduler() {
   ThreadState& th = threads_[cur_];
+  AsanStartSwitch(&th.asan_fake, sched_bottom_, sched_size_);
 #ifdef RL_FAST_SWITCH
   rl_switch_context(&th.sp, sched_sp_);
 #else
   swapcontext(&th.uc, &sched_uc_);
 #endif
+  AsanFinishSwitch(th.asan_fake, nullptr, nullptr);
   if (aborting_ && th.noabort == 0) Abandon();
 }
 
