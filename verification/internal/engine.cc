@@ -27,8 +27,44 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+// AddressSanitizer: a checker thread's stack is heap memory used as a
+// stack. Every switch is announced to ASan as a fiber switch
+// (AsanStartSwitch/AsanFinishSwitch), so that its reset at a no-return call
+// (a throw, FinishThread) clears the redzones of the right stack; and an
+// abandoned thread's frames are dropped without returning, so StartThread
+// unpoisons the whole stack before reusing it.
+#if defined(__SANITIZE_ADDRESS__)
+#define RL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RL_ASAN 1
+#endif
+#endif
+#ifdef RL_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define AsanStartSwitch(save, bottom, size) \
+  __sanitizer_start_switch_fiber(save, bottom, size)
+#define AsanFinishSwitch(save, bottom, size) \
+  __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define AsanStartSwitch(save, bottom, size) ((void)0)
+#define AsanFinishSwitch(save, bottom, size) ((void)0)
+#endif
+
+#if defined(__x86_64__) && !defined(RL_NO_FRAME_MEMO)
+// Frame memo for abandoned threads (see FramesInertFast). libgcc exports
+// the FDE lookup its unwinder uses; no public header declares it on Linux.
+#define RL_FRAME_MEMO 1
+struct rl_eh_bases {
+  uintptr_t tbase, dbase, func;
+};
+extern "C" void* _Unwind_Find_FDE(const void* pc, rl_eh_bases* bases);
+#endif
 
 // Context switching between checker threads. glibc's swapcontext saves the
 // signal mask with a system call on every switch; on x86-64 a few
@@ -137,23 +173,43 @@ constexpr int kMaxThreads = RL_MAX_THREADS;
 static_assert(kMaxThreads >= 2, "RL_MAX_THREADS counts the main thread too");
 constexpr size_t kStackSize = 256 * 1024;
 
-// Entries in use: the running suite's threads plus main (set by Run()), so
-// a small suite does not pay for the largest.
-int g_clock_width = kMaxThreads;
+// Clock entries are joined in chunks of kClockChunk (a fixed-count inner
+// loop the compiler vectorizes); storage is rounded up to whole chunks.
+constexpr int kClockChunk = 4;
+constexpr int kClockSlots =
+    (kMaxThreads + kClockChunk - 1) / kClockChunk * kClockChunk;
+
+// Entries in use: the running suite's threads (static and dynamic) plus
+// main, rounded up to whole chunks (set by Run()), so a small suite does
+// not pay for the largest: every join loops over this width only. Entries
+// past a suite's threads stay 0 in every clock.
+int g_clock_width = kClockSlots;
 
 struct Clock {
-  int32_t c[kMaxThreads] = {};
+  int32_t c[kClockSlots];
+  Clock() : c{} {}
+  // Leaves the entries indeterminate: for a clock that is assigned before
+  // it is read (an Event's, see Stamp).
+  struct NoInit {};
+  explicit Clock(NoInit) {}
   int32_t get(int i) const { return c[i]; }
   void set(int i, int32_t v) { c[i] = v; }
   void Join(const Clock& o) {
-    for (int i = 0; i < g_clock_width; ++i) c[i] = std::max(c[i], o.c[i]);
+    // A local copy: the stores to c[] could alias the global (both int).
+    const int w = g_clock_width;
+    for (int i = 0; i < w; i += kClockChunk)
+      for (int j = i; j < i + kClockChunk; ++j) c[j] = std::max(c[j], o.c[j]);
   }
 };
 
 enum class Kind : uint8_t { kInit, kLoad, kStore, kRmw, kCasFail, kFence };
 
 struct Event {
-  Kind kind;
+  // User-provided, so that creating an event (events_.emplace_back(),
+  // value-initialization) does not zero the whole object first: the
+  // members' initializers below apply, the clocks stay unset.
+  Event() {}
+  Kind kind = Kind::kInit;
   bool reads = false, writes = false, acq = false, rel = false, sc = false;
   int tid = 0, idx = 0;  // idx: 1-based position in its thread
   int loc = -1;
@@ -165,9 +221,11 @@ struct Event {
   int rmw_reader = -1;  // the RMW reading from this write, if any
   int rel_fence = -1;   // po-latest release fence before this write
   int choice = -1;      // DFS: the scheduling decision that created it
-  Clock pre;            // thread clock at the event, before acquiring
-  Clock post;           // after acquiring
-  Clock porf;           // (po U rf)+ predecessors, per thread
+  // Not zeroed when the event is created: Stamp() and StampLocal() or
+  // Build() assign all three before anything reads them.
+  Clock pre{Clock::NoInit{}};   // thread clock at the event, before acquiring
+  Clock post{Clock::NoInit{}};  // after acquiring
+  Clock porf{Clock::NoInit{}};  // (po U rf)+ predecessors, per thread
   debug_info info;
 };
 
@@ -241,10 +299,10 @@ struct SpinRead {
   }
 };
 
-struct ThreadState {
-  ucontext_t uc;
+// A checker thread's per-execution state, reset by every execution
+// (ResetExecution); ThreadState adds what outlives an execution.
+struct ThreadVars {
   void* sp = nullptr;  // saved stack pointer (fast switch)
-  char* stack = nullptr;
   bool started = false, finished = false, blocked = false, pending = false;
   Pending op;
   uint64_t result = 0;
@@ -252,13 +310,9 @@ struct ThreadState {
   int constraint = 0;  // a deferred read must read an event id >= this
   Clock clock;
   Clock porf;
-  Clock acq_pending;            // released clocks seen by relaxed reads
-  std::vector<int> sc_pending;  // SC release sources seen by relaxed reads
+  Clock acq_pending;  // released clocks seen by relaxed reads
   int rel_fence = -1;
   int idx = 0;
-  // Spin-loop detection: reads since the last yield and in the interval
-  // before it.
-  std::vector<SpinRead> cur_reads, prev_reads;
   bool has_prev = false, iter_wrote = false;
   // Identical iterations run on instead of waiting (bounded by spin_bound);
   // while > 0 every read must repeat the previous iteration's.
@@ -275,6 +329,20 @@ struct ThreadState {
   void* ret = nullptr;  // fn's result, for pthread_join
   bool spawned = false;  // created; started by the scheduler loop
   int join_target = -1;
+#ifdef RL_ASAN
+  void* asan_fake = nullptr;  // ASan's fake stack while switched out
+#endif
+};
+
+struct ThreadState : ThreadVars {
+  // Kept across executions: the context (large, rewritten when the thread
+  // starts), the stack, and vectors emptied in place (their capacity).
+  ucontext_t uc;
+  char* stack = nullptr;
+  std::vector<int> sc_pending;  // SC release sources seen by relaxed reads
+  // Spin-loop detection: reads since the last yield and in the interval
+  // before it.
+  std::vector<SpinRead> cur_reads, prev_reads;
 };
 
 struct VarAcc {
@@ -293,8 +361,9 @@ struct VarState {
   std::vector<VarAcc> reads;
 };
 
+// What building an event found besides the event itself (which is built
+// in place, at the end of events_).
 struct Built {
-  Event ev;
   Clock sync;               // released clock reaching a relaxed read
   std::vector<int> sc_src;  // SC events synchronizing with the read
 };
@@ -329,6 +398,19 @@ const char* BaseName(const char* f) {
 }
 
 enum class Mode { kDfs, kRandom, kReplay };
+
+// Abandon(): a frame's verdict, by return address (see "the frame memo").
+enum class FrameKind : uint8_t { kPass, kLandingPad, kThreadEntry };
+// For kPass, how to reach the caller's frame: CFA = (rsp or rbp at the
+// call) + cfa_off; the caller's rbp is saved at CFA + rbp_off, or rbp is
+// left as it is.
+struct FrameMemo {
+  int32_t cfa_off = 0;
+  int32_t rbp_off = 0;
+  bool cfa_rbp = false;    // CFA from rbp (a frame pointer), else rsp
+  bool rbp_saved = false;  // the caller's rbp is at CFA + rbp_off
+  FrameKind kind = FrameKind::kPass;
+};
 
 class Engine;
 [[noreturn]] void FinishThread(Engine* e, unsigned t);
@@ -366,7 +448,14 @@ class Engine {
                 bool report_foreign);
   void FreedAccess(const char* what, const debug_info& decl,
                    const debug_info& info);
-  void CheckInitialized(const Pending& op);
+  // The common case inline (initialized before, by happens-before, and not
+  // freed); the report out of line.
+  void CheckInitialized(const Pending& op) {
+    const Loc& l = locs_[op.loc];
+    if (!l.freed && (l.init < 0 || Hb(l.init, threads_[cur_].clock))) return;
+    ReportUninitialized(op);
+  }
+  void ReportUninitialized(const Pending& op);
   void Fence(memory_order mo, const debug_info& info);
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
@@ -409,7 +498,17 @@ class Engine {
 
   // Decisions.
   enum class DecideKind { kSched, kMain, kRand };
-  bool Decide(DecideKind kind, unsigned rand_limit, Action* out);
+  // A decision: replayed from the stack (inline, the common case) or new.
+  bool Decide(DecideKind kind, unsigned rand_limit, Action* out) {
+    if (mode_ == Mode::kDfs && pos_ < stack_.size()) {
+      if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
+      const Choice& c = stack_[pos_++];
+      *out = c.opts[c.cur];
+      return true;
+    }
+    return DecideNew(kind, rand_limit, out);
+  }
+  bool DecideNew(DecideKind kind, unsigned rand_limit, Action* out);
   void EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs);
   void Discover(const Event& w, const Clock& porf_before);
   void ActionsFor(unsigned t, std::vector<Action>* out);
@@ -429,12 +528,18 @@ class Engine {
   }
   int ReadLowerBound(int loc, const Clock& c) const;
   int WriteLowerBound(int loc, const Clock& c) const;
-  Built Build(unsigned t, const Pending& op, const Action& a) const;
+  // Builds thread t's event for op and action a into e (fresh, already at
+  // the end of events_) and b (its capacity reused).
+  void Build(unsigned t, const Pending& op, const Action& a, Event& e,
+             Built& b) const;
+  // A new event at the end of events_ (then Build or fill it, then Push).
+  Event& NewEvent() { return events_.emplace_back(); }
   // Makes e thread t's next event: its index and t's clock, ticked.
   void Stamp(unsigned t, Event& e) const;
   // As Stamp(), for an event that reads nothing (an atomic's construction,
   // a fence): what it knows afterwards is what its thread knew before.
   void StampLocal(unsigned t, Event& e) const;
+  // Adds the last event of events_ to the graph (its location, SC order).
   void Push(const Built& b);
   void Pop();
   void Commit(unsigned t, const Built& b);
@@ -491,6 +596,12 @@ class Engine {
   // Execution state.
   ucontext_t sched_uc_;
   void* sched_sp_ = nullptr;
+#ifdef RL_ASAN
+  // ASan (fiber switches): the scheduler's stack and fake stack.
+  const void* sched_bottom_ = nullptr;
+  size_t sched_size_ = 0;
+  void* sched_fake_ = nullptr;
+#endif
   std::vector<ThreadState> threads_;
   unsigned cur_ = 0;  // running thread; n_ = main
   bool in_thread_ = false;
@@ -510,6 +621,7 @@ class Engine {
   std::vector<std::vector<VarAcc>> var_pool_;
   std::vector<Choice> choice_pool_;
   std::vector<Action> scratch_opts_;
+  Built built_, probe_;  // Build's side results (Apply / ActionsFor)
   std::vector<uint32_t> scratch_segs_;
   void TakePooled(std::vector<int>* v) {
     if (int_pool_.empty()) return;
@@ -544,6 +656,8 @@ class Engine {
   // Trace only: rl::var accesses, each after the first N events.
   std::vector<std::pair<size_t, std::string>> var_trace_;
   unsigned long long stop_iteration_ = 0;  // from a replayed state
+  // Abandon(): frames' verdicts by return address (the frame memo).
+  std::unordered_map<uintptr_t, FrameMemo> frame_memo_;
  public:
   bool has_invariant_ = false;
   bool observing() const { return observing_; }
@@ -617,6 +731,7 @@ struct UserScope {
 
 void ThreadEntry() {
   Engine* e = g_engine;
+  AsanFinishSwitch(nullptr, &e->sched_bottom_, &e->sched_size_);
   unsigned t = e->cur_;
   ThreadState& th = e->threads_[t];
   try {
@@ -646,6 +761,8 @@ void ThreadEntry() {
   // Threads joining this one may go on.
   for (ThreadState& o : e->threads_)
     if (o.join_target == static_cast<int>(t)) o.blocked = false;
+  // A finished thread's fake stack (ASan) is released: save nullptr.
+  AsanStartSwitch(nullptr, e->sched_bottom_, e->sched_size_);
 #ifdef RL_FAST_SWITCH
   rl_switch_context(&th.sp, e->sched_sp_);
 #else
@@ -771,52 +888,498 @@ bool IsEngineEntry(uintptr_t fn) {
   return false;
 }
 
+// ---- the frame memo (x86-64)
+//
+// The backtrace above costs about 2,000 instructions per frame (FDE
+// search, CFA program, LSDA), for every abandoned thread. Its verdict per
+// frame depends only on the frame's return address: whether the function
+// is ThreadEntry or an engine entry, and whether its LSDA has a landing pad
+// at that call site. Walking up from one frame to the next needs its CFA
+// (the caller's stack pointer, return address at CFA - 8) and the caller's
+// rbp: where the function's CFI says CFA = rsp + K or rbp + K at that call
+// site and rbp is saved at CFA + J or left alone, K and J are constants of
+// the return address too (rbp + K is the frame-pointer case, every frame
+// of a -fno-omit-frame-pointer build). So each return address seen by a
+// backtrace is memoized with its verdict and these rules (read from its
+// FDE below, and kept only if libgcc's CFA and rbp for the caller in that
+// same backtrace agree); the next abandoned thread with the same frames
+// walks them by memo lookups alone. A return address not in the memo (a
+// frame not seen yet, a realigned frame whose CFA is an expression, an
+// FDE or opcode not read here, a signal frame) falls back to the
+// backtrace: no frame is ever dropped on a guess.
+// (FrameKind and FrameMemo are declared before the Engine class.)
+
+#ifdef RL_FRAME_MEMO
+int64_t ReadSleb(const uint8_t** pp) {
+  const uint8_t* p = *pp;
+  int64_t r = 0;
+  unsigned shift = 0;
+  uint8_t b;
+  do {
+    b = *p++;
+    if (shift < 64) r |= int64_t{b & 0x7f} << shift;
+    shift += 7;
+  } while ((b & 0x80) != 0);
+  if (shift < 64 && (b & 0x40) != 0) r |= -(int64_t{1} << shift);
+  *pp = p;
+  return r;
+}
+uint64_t ReadU(const uint8_t** pp) {
+  uint64_t v;
+  *pp = ReadUleb(*pp, &v);
+  return v;
+}
+// Size of a pointer of DWARF encoding enc (its low four bits), 0 if not
+// handled here.
+size_t EncSize(uint8_t enc) {
+  switch (enc & 0x0f) {
+    case 0x00:  // absptr
+    case 0x04:  // udata8
+    case 0x0c:  // sdata8
+      return 8;
+    case 0x02:  // udata2
+    case 0x0a:  // sdata2
+      return 2;
+    case 0x03:  // udata4
+    case 0x0b:  // sdata4
+      return 4;
+  }
+  return 0;
+}
+
+// The unwinding rules in force at address pc (inside the function whose
+// FDE is fde, starting at func), run from the CIE's initial instructions
+// and the FDE's instructions as DWARF 5 section 6.4.2 says. True, with
+// *m filled, if the CFA is rsp + K or rbp + K there, the return address is
+// saved at CFA - 8 (x86-64's default) and rbp is either saved at a CFA
+// offset or left unchanged; false for anything else and for any opcode
+// not read here.
+bool CfaRuleAt(const uint8_t* fde, uintptr_t func, uintptr_t pc, FrameMemo* m) {
+  constexpr uint64_t kRbp = 6, kRsp = 7, kRa = 16;
+  uint32_t len;
+  std::memcpy(&len, fde, 4);
+  if (len == 0 || len == 0xffffffffu) return false;
+  const uint8_t* fde_end = fde + 4 + len;
+  int32_t cie_ptr;
+  std::memcpy(&cie_ptr, fde + 4, 4);
+  const uint8_t* cie = fde + 4 - cie_ptr;
+  uint32_t cie_len;
+  std::memcpy(&cie_len, cie, 4);
+  if (cie_len == 0 || cie_len == 0xffffffffu) return false;
+  const uint8_t* cie_end = cie + 4 + cie_len;
+  const uint8_t* p = cie + 8;  // length, CIE id
+  const uint8_t version = *p++;
+  if (version != 1 && version != 3) return false;
+  const char* aug = reinterpret_cast<const char*>(p);
+  p += std::strlen(aug) + 1;
+  if (aug[0] != '\0' && aug[0] != 'z') return false;
+  const uint64_t code_align = ReadU(&p);
+  const int64_t data_align = ReadSleb(&p);
+  const uint64_t ra_reg = version == 1 ? *p++ : ReadU(&p);
+  if (ra_reg != kRa) return false;
+  uint8_t fde_enc = 0;  // absptr
+  if (aug[0] == 'z') {
+    const uint64_t aug_len = ReadU(&p);
+    const uint8_t* aug_end = p + aug_len;
+    for (const char* a = aug + 1; *a != '\0'; ++a) {
+      if (*a == 'R') {
+        fde_enc = *p++;
+      } else if (*a == 'L') {
+        ++p;
+      } else if (*a == 'P') {
+        const uint8_t enc = *p++;
+        if ((enc & 0x70) == 0x50) return false;  // aligned
+        const size_t n = EncSize(enc);
+        if (n == 0) return false;
+        p += n;
+      } else {
+        return false;  // 'S' (signal frame) and anything else
+      }
+    }
+    p = aug_end;
+  }
+  const size_t ptr_size = EncSize(fde_enc);
+  if (ptr_size == 0) return false;
+
+  // The row: CFA = reg + off; the return address's rule.
+  struct Row {
+    uint64_t reg = 0;
+    int64_t off = 0;
+    bool expr = false;
+    bool ra_ok = false;  // return address saved at CFA - 8
+    int rbp = 0;         // 0 unchanged, 1 saved at CFA + rbp_off, 2 other
+    int64_t rbp_off = 0;
+  };
+  Row row, init;
+  Row saved[8];
+  int depth = 0;
+  uintptr_t loc = func;
+  bool in_cie = true;
+  // Returns false to stop: an unknown opcode (the result is then -1) or
+  // the row for pc reached.
+  bool bad = false, done = false;
+  // Register r saved at CFA + off; restored to the CIE's rule; any other
+  // rule (only the return address's and rbp's matter here).
+  auto saved_at = [&](uint64_t r, int64_t off) {
+    if (r == kRa) row.ra_ok = off == -8;
+    if (r == kRbp) {
+      row.rbp = 1;
+      row.rbp_off = off;
+    }
+  };
+  auto restore = [&](uint64_t r) {
+    if (r == kRa) row.ra_ok = init.ra_ok;
+    if (r == kRbp) {
+      row.rbp = init.rbp;
+      row.rbp_off = init.rbp_off;
+    }
+  };
+  auto other = [&](uint64_t r) {
+    if (r == kRa) row.ra_ok = false;
+    if (r == kRbp) row.rbp = 2;
+  };
+  auto run = [&](const uint8_t* q, const uint8_t* end) {
+    while (q < end && !bad && !done) {
+      const uint8_t op = *q++;
+      const uint8_t hi = op & 0xc0, lo = op & 0x3f;
+      uint64_t delta = 0;
+      bool advance = false;
+      if (hi == 0x40) {  // advance_loc
+        delta = lo * code_align;
+        advance = true;
+      } else if (hi == 0x80) {  // offset
+        const int64_t off = static_cast<int64_t>(ReadU(&q)) * data_align;
+        saved_at(lo, off);
+      } else if (hi == 0xc0) {  // restore
+        restore(lo);
+      } else {
+        switch (op) {
+          case 0x00:  // nop
+            break;
+          case 0x02:  // advance_loc1
+            delta = *q++ * code_align;
+            advance = true;
+            break;
+          case 0x03: {  // advance_loc2
+            uint16_t d;
+            std::memcpy(&d, q, 2);
+            q += 2;
+            delta = d * code_align;
+            advance = true;
+            break;
+          }
+          case 0x04: {  // advance_loc4
+            uint32_t d;
+            std::memcpy(&d, q, 4);
+            q += 4;
+            delta = d * code_align;
+            advance = true;
+            break;
+          }
+          case 0x05: {  // offset_extended
+            const uint64_t r = ReadU(&q);
+            const int64_t off = static_cast<int64_t>(ReadU(&q)) * data_align;
+            saved_at(r, off);
+            break;
+          }
+          case 0x11: {  // offset_extended_sf
+            const uint64_t r = ReadU(&q);
+            const int64_t off = ReadSleb(&q) * data_align;
+            saved_at(r, off);
+            break;
+          }
+          case 0x06:  // restore_extended
+            restore(ReadU(&q));
+            break;
+          case 0x07:  // undefined
+            other(ReadU(&q));
+            break;
+          case 0x08: {  // same_value
+            const uint64_t r = ReadU(&q);
+            if (r == kRa) row.ra_ok = false;
+            if (r == kRbp) row.rbp = 0;
+            break;
+          }
+          case 0x09:  // register
+            other(ReadU(&q));
+            ReadU(&q);
+            break;
+          case 0x0a:  // remember_state
+            if (depth == 8) {
+              bad = true;
+              break;
+            }
+            saved[depth++] = row;
+            break;
+          case 0x0b:  // restore_state
+            if (depth == 0) {
+              bad = true;
+              break;
+            }
+            row = saved[--depth];
+            break;
+          case 0x0c:  // def_cfa
+            row.reg = ReadU(&q);
+            row.off = static_cast<int64_t>(ReadU(&q));
+            row.expr = false;
+            break;
+          case 0x12:  // def_cfa_sf
+            row.reg = ReadU(&q);
+            row.off = ReadSleb(&q) * data_align;
+            row.expr = false;
+            break;
+          case 0x0d:  // def_cfa_register
+            row.reg = ReadU(&q);
+            break;
+          case 0x0e:  // def_cfa_offset
+            row.off = static_cast<int64_t>(ReadU(&q));
+            break;
+          case 0x13:  // def_cfa_offset_sf
+            row.off = ReadSleb(&q) * data_align;
+            break;
+          case 0x0f: {  // def_cfa_expression
+            row.expr = true;
+            const uint64_t n = ReadU(&q);
+            q += n;
+            break;
+          }
+          case 0x10:    // expression
+          case 0x16: {  // val_expression
+            other(ReadU(&q));
+            const uint64_t n = ReadU(&q);
+            q += n;
+            break;
+          }
+          case 0x14:  // val_offset
+            other(ReadU(&q));
+            ReadU(&q);
+            break;
+          case 0x15:  // val_offset_sf
+            other(ReadU(&q));
+            ReadSleb(&q);
+            break;
+          case 0x2e:  // GNU_args_size (not part of the CFA)
+            ReadU(&q);
+            break;
+          default:  // set_loc, GNU_negative_offset_extended, vendor ops
+            bad = true;
+            break;
+        }
+      }
+      if (advance) {
+        if (in_cie) {
+          bad = true;  // a CIE does not advance
+        } else if (loc + delta > pc) {
+          done = true;
+        } else {
+          loc += delta;
+        }
+      }
+    }
+  };
+  run(p, cie_end);
+  if (bad) return false;
+  init = row;
+  in_cie = false;
+  const uint8_t* q = fde + 8 + 2 * ptr_size;  // pc_begin, pc_range
+  if (aug[0] == 'z') {
+    const uint64_t n = ReadU(&q);
+    q += n;
+  }
+  run(q, fde_end);
+  if (bad || row.expr || (row.reg != kRsp && row.reg != kRbp) || !row.ra_ok ||
+      row.rbp == 2 || row.off < 8 || row.off > (int64_t{1} << 30) ||
+      row.rbp_off < -(int64_t{1} << 30) || row.rbp_off > (int64_t{1} << 30))
+    return false;
+  m->cfa_off = static_cast<int32_t>(row.off);
+  m->cfa_rbp = row.reg == kRbp;
+  m->rbp_saved = row.rbp == 1;
+  m->rbp_off = static_cast<int32_t>(row.rbp_off);
+  return true;
+}
+#endif  // RL_FRAME_MEMO
+
 struct InertWalk {
   bool inert = true;
   bool reached = false;  // ThreadEntry's frame was found
+#ifdef RL_FRAME_MEMO
+  // Frames to memoize (return address and verdict), found by this walk.
+  struct Rec {
+    uintptr_t ra;
+    FrameMemo memo;
+  };
+  Rec recs[64];
+  int n_recs = 0;
+  // The last kPass frame, recorded once the next frame confirms its rules;
+  // its rsp and rbp at its call.
+  bool pending = false;
+  Rec pend{};
+  uintptr_t pend_sp = 0, pend_rbp = 0;
+#endif
 };
 
-_Unwind_Reason_Code InertStep(_Unwind_Context* ctx, void* arg) {
-  auto* w = static_cast<InertWalk*>(arg);
+#ifdef RL_FRAME_MEMO
+// Records frame ctx's verdict (FrameKind) under its return address and,
+// for kPass, its rules (CfaRuleAt) once the next frame shows that
+// libgcc's unwinding agrees: the same CFA and the same rbp in the caller.
+// In the callback, _Unwind_GetCFA gives the CFA of the frame below, i.e.
+// this frame's stack pointer at its call; _Unwind_GetGR(ctx, 6) its rbp.
+void RecordFrame(_Unwind_Context* ctx, InertWalk* w, FrameKind kind) {
+  const uintptr_t sp = _Unwind_GetCFA(ctx);
+  const uintptr_t rbp = _Unwind_GetGR(ctx, 6);
+  if (w->pending && w->n_recs < 64) {
+    const FrameMemo& m = w->pend.memo;
+    const uintptr_t cfa = (m.cfa_rbp ? w->pend_rbp : w->pend_sp) +
+                          static_cast<intptr_t>(m.cfa_off);
+    if (cfa == sp) {
+      const uintptr_t caller_rbp =
+          m.rbp_saved ? *reinterpret_cast<const uintptr_t*>(
+                            cfa + static_cast<intptr_t>(m.rbp_off))
+                      : w->pend_rbp;
+      if (caller_rbp == rbp) w->recs[w->n_recs++] = w->pend;
+    }
+  }
+  w->pending = false;
+  int before = 0;
+  const uintptr_t ra = _Unwind_GetIPInfo(ctx, &before);
+  if (before != 0 || w->n_recs == 64) return;
+  if (kind != FrameKind::kPass) {
+    FrameMemo m;
+    m.kind = kind;
+    w->recs[w->n_recs++] = {ra, m};
+    return;
+  }
+  rl_eh_bases bases{};
+  void* fde = _Unwind_Find_FDE(reinterpret_cast<void*>(ra - 1), &bases);
+  if (fde == nullptr) return;
+  FrameMemo m;
+  if (!CfaRuleAt(static_cast<const uint8_t*>(fde), bases.func, ra - 1, &m))
+    return;
+  w->pending = true;
+  w->pend = {ra, m};
+  w->pend_sp = sp;
+  w->pend_rbp = rbp;
+}
+#endif
+
+FrameKind InertKind(_Unwind_Context* ctx, InertWalk* w) {
   uintptr_t fn = _Unwind_GetRegionStart(ctx);
   if (fn == reinterpret_cast<uintptr_t>(&ThreadEntry)) {
     w->reached = true;
-    return _URC_END_OF_STACK;
+    return FrameKind::kThreadEntry;
   }
   if (fn == 0) {  // no unwind information
     w->inert = false;
-    return _URC_END_OF_STACK;
+    return FrameKind::kLandingPad;  // (not memoized: no FDE)
   }
-  if (IsEngineEntry(fn)) return _URC_NO_REASON;
+  if (IsEngineEntry(fn)) return FrameKind::kPass;
   const auto* lsda =
       static_cast<const uint8_t*>(_Unwind_GetLanguageSpecificData(ctx));
-  if (lsda == nullptr) return _URC_NO_REASON;  // no landing pads at all
+  if (lsda == nullptr) return FrameKind::kPass;  // no landing pads at all
   int before = 0;
   uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
   if (before == 0) --ip;  // a return address: the call is before it
-  if (LandingPadAt(lsda, fn, ip) == 0) return _URC_NO_REASON;
+  if (LandingPadAt(lsda, fn, ip) == 0) return FrameKind::kPass;
   w->inert = false;
-  return _URC_END_OF_STACK;
+  return FrameKind::kLandingPad;
+}
+
+_Unwind_Reason_Code InertStep(_Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<InertWalk*>(arg);
+  const FrameKind kind = InertKind(ctx, w);
+#ifdef RL_FRAME_MEMO
+  if (_Unwind_GetRegionStart(ctx) != 0) RecordFrame(ctx, w, kind);
+#endif
+  return kind == FrameKind::kPass ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
 // Called on a checker thread's stack: true if unwinding it to ThreadEntry
-// would run no landing pad.
-bool FramesInert() {
+// would run no landing pad. memo (may be null) gets the frames' verdicts.
+bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
   InertWalk w;
   _Unwind_Backtrace(&InertStep, &w);
+#ifdef RL_FRAME_MEMO
+  if (memo != nullptr) {
+    EngineScope engine;  // the memo's allocations are the engine's
+    for (int i = 0; i < w.n_recs; ++i)
+      memo->emplace(w.recs[i].ra, w.recs[i].memo);
+  }
+#else
+  (void)memo;
+#endif
   return w.inert && w.reached;
 }
 
+#ifdef RL_FRAME_MEMO
+// FramesInert() by memo lookups when every frame from the caller's up to
+// ThreadEntry is memoized (see "the frame memo" above); else the backtrace,
+// which memoizes what it can. [lo, hi) is the running thread's stack.
+// Its own frame is not walked and holds nothing with a destructor.
+[[gnu::noinline]] bool FramesInertFast(
+    std::unordered_map<uintptr_t, FrameMemo>* memo, uintptr_t lo,
+    uintptr_t hi) {
+  // The caller's return address and stack pointer at the call (this
+  // frame's CFA: the frame pointer that __builtin_frame_address forces
+  // sits 16 bytes below it on x86-64).
+  // The caller's rbp is where this function's prologue pushed it, at the
+  // frame address.
+  const uintptr_t fa = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  uintptr_t ra = reinterpret_cast<uintptr_t>(
+      __builtin_extract_return_addr(__builtin_return_address(0)));
+  uintptr_t sp = fa + 16;
+  uintptr_t rbp = *reinterpret_cast<const uintptr_t*>(fa);
+  if (*reinterpret_cast<const uintptr_t*>(sp - 8) == ra) {
+    for (int k = 0; k < 256; ++k) {
+      auto it = memo->find(ra);
+      if (it == memo->end()) break;
+      const FrameMemo& m = it->second;
+      if (m.kind != FrameKind::kPass) {
+        const bool inert = m.kind == FrameKind::kThreadEntry;
+#ifdef RL_FRAME_MEMO_CHECK
+        // Self-check build: every memo verdict against the backtrace.
+        if (FramesInert(nullptr) != inert) {
+          std::fprintf(stderr, "rl: frame memo disagrees with backtrace\n");
+          std::abort();
+        }
+#endif
+        return inert;
+      }
+      const uintptr_t cfa =
+          (m.cfa_rbp ? rbp : sp) + static_cast<intptr_t>(m.cfa_off);
+      if (cfa < lo + 8 || cfa > hi) break;
+      if (m.rbp_saved) {
+        const uintptr_t at = cfa + static_cast<intptr_t>(m.rbp_off);
+        if (at < lo || at > hi - 8) break;
+        rbp = *reinterpret_cast<const uintptr_t*>(at);
+      }
+      ra = *reinterpret_cast<const uintptr_t*>(cfa - 8);
+      sp = cfa;
+    }
+  }
+  return FramesInert(memo);
+}
+#endif
+
 [[noreturn]] void Engine::Abandon() {
   if (in_thread_ && threads_[cur_].noabort == 0 &&
-      std::uncaught_exceptions() == 0 && FramesInert()) {
-    FinishThread(this, cur_);
+      std::uncaught_exceptions() == 0) {
+#ifdef RL_FRAME_MEMO
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(threads_[cur_].stack);
+    const bool inert = FramesInertFast(&frame_memo_, lo, lo + kStackSize);
+#else
+    const bool inert = FramesInert(nullptr);
+#endif
+    if (inert) FinishThread(this, cur_);
   }
   throw AbortExecution();
 }
 
 void Engine::StartThread(unsigned t) {
   ThreadState& th = threads_[t];
+#ifdef RL_ASAN
+  // Frames an earlier execution dropped left their redzones poisoned.
+  __asan_unpoison_memory_region(th.stack, kStackSize);
+#endif
 #ifdef RL_FAST_SWITCH
   // Initial frame popped by rl_switch_context: FP control words, six
   // callee-saved registers, then the return address = ThreadEntry. The
@@ -851,22 +1414,26 @@ void Engine::StartThread(unsigned t) {
 void Engine::Resume(unsigned t) {
   cur_ = t;
   in_thread_ = true;
+  AsanStartSwitch(&sched_fake_, threads_[t].stack, kStackSize);
 #ifdef RL_FAST_SWITCH
   rl_switch_context(&sched_sp_, threads_[t].sp);
 #else
   swapcontext(&sched_uc_, &threads_[t].uc);
 #endif
+  AsanFinishSwitch(sched_fake_, nullptr, nullptr);
   in_thread_ = false;
   cur_ = n_;
 }
 
 void Engine::SwitchToScheduler() {
   ThreadState& th = threads_[cur_];
+  AsanStartSwitch(&th.asan_fake, sched_bottom_, sched_size_);
 #ifdef RL_FAST_SWITCH
   rl_switch_context(&th.sp, sched_sp_);
 #else
   swapcontext(&th.uc, &sched_uc_);
 #endif
+  AsanFinishSwitch(th.asan_fake, nullptr, nullptr);
   if (aborting_ && th.noabort == 0) Abandon();
 }
 
@@ -955,10 +1522,10 @@ void Engine::StampLocal(unsigned t, Event& e) const {
   e.porf.set(t, e.idx);
 }
 
-Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
+void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
+                   Built& b) const {
   const ThreadState& th = threads_[t];
-  Built b;
-  Event& e = b.ev;
+  b.sc_src.clear();
   Stamp(t, e);
   e.loc = op.loc;
   e.info = op.info;
@@ -1002,6 +1569,7 @@ Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
   e.porf = th.porf;
   e.porf.set(t, e.idx);
   if (e.reads) {
+    b.sync = Clock();  // read only for reads (here and in Commit)
     e.rf = a.rf;
     e.porf.Join(events_[a.rf].porf);
     e.rval = events_[a.rf].wval;
@@ -1029,12 +1597,10 @@ Built Engine::Build(unsigned t, const Pending& op, const Action& a) const {
     }
     if (e.acq) e.post.Join(b.sync);
   }
-  return b;
 }
 
 void Engine::Push(const Built& b) {
-  int id = static_cast<int>(events_.size());
-  events_.push_back(b.ev);
+  int id = static_cast<int>(events_.size()) - 1;
   Event& e = events_.back();
   sc_sw_mark_.push_back(sc_sw_.size());
   if (e.loc >= 0) {
@@ -1080,9 +1646,9 @@ void Engine::Commit(unsigned t, const Built& b) {
   // potential write (reading another value it would have written).
   if ((e.writes || e.kind == Kind::kCasFail) && mode_ == Mode::kDfs &&
       p_.lazy_deferral) {
-    Clock before = th.porf;
-    before.set(t, e.idx);
-    Discover(e, before);
+    // Discover reads entries of other threads only: th.porf (not yet
+    // updated) is the porf before this event there.
+    Discover(e, th.porf);
   }
   th.idx = e.idx;
   th.clock = e.post;
@@ -1233,12 +1799,20 @@ bool Engine::ScConsistent() {
 // A write w was just added. Every earlier decision that placed a read r of
 // the same location, where w does not depend on r (not porf-after it), could
 // instead have deferred r's thread so that r reads w: enable that deferral.
+// Only the location's accesses can be such reads: each event placed by a
+// scheduling decision names it (Event::choice, the decision's Choice::ev
+// names the event back), so this reads the location's accesses instead of
+// the whole decision stack.
 void Engine::Discover(const Event& w, const Clock& porf_before) {
-  for (size_t k = 0; k < pos_ && k < stack_.size(); ++k) {
+  // porf_before: w's thread's porf before w (only other threads' entries
+  // are read: a read of w's own thread is skipped below).
+  for (int id : locs_[w.loc].acc) {
+    const Event& r = events_[id];
+    if (r.choice < 0 || !r.reads || r.tid == w.tid) continue;
+    const size_t k = static_cast<size_t>(r.choice);
+    if (k >= pos_ || k >= stack_.size()) continue;
     Choice& c = stack_[k];
-    if (c.ev < 0 || c.seg_end.empty()) continue;
-    const Event& r = events_[c.ev];
-    if (!r.reads || r.loc != w.loc || r.tid == w.tid) continue;
+    if (c.ev != id || c.seg_end.empty()) continue;
     uint32_t m = c.SegOf(c.cur);
     if (c.enabled_segs > m + 1) continue;
     if (porf_before.get(r.tid) >= r.idx) continue;
@@ -1259,8 +1833,8 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
         op.mo == mo_seq_cst ||
         (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst);
     if (NeedSc(new_sc)) {
-      Built b = Build(t, op, a);
-      Push(b);
+      Build(t, op, a, NewEvent(), probe_);
+      Push(probe_);
       bool ok = ScConsistent();
       Pop();
       if (!ok) return;
@@ -1345,13 +1919,7 @@ void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
   }
 }
 
-bool Engine::Decide(DecideKind kind, unsigned rand_limit, Action* out) {
-  if (mode_ == Mode::kDfs && pos_ < stack_.size()) {
-    if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
-    const Choice& c = stack_[pos_++];
-    *out = c.opts[c.cur];
-    return true;
-  }
+bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   std::vector<Action>& opts = scratch_opts_;
   std::vector<uint32_t>& segs = scratch_segs_;
   opts.clear();
@@ -1438,7 +2006,8 @@ void Engine::Apply(const Action& a) {
   ThreadState& th = threads_[t];
   th.pending = false;
   if (th.op.kind != OpKind::kResume) {
-    Built b = Build(t, th.op, a);
+    Built& b = built_;
+    Build(t, th.op, a, NewEvent(), b);
     Push(b);
     if (mode_ == Mode::kDfs && last_choice_ >= 0) {
       stack_[last_choice_].ev = static_cast<int>(events_.size()) - 1;
@@ -1468,8 +2037,9 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
   locs_.back().info = info;
   locs_.back().addr = static_cast<const char*>(addr);
   ThreadState& th = threads_[cur_];
-  Built b;
-  Event& e = b.ev;
+  Built& b = built_;
+  b.sc_src.clear();
+  Event& e = NewEvent();
   e.kind = Kind::kInit;
   e.writes = true;
   StampLocal(cur_, e);
@@ -1489,7 +2059,7 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
 // /3: initialization is not an atomic operation), so an access not ordered
 // after it by happens-before is a data race. Only the accessing thread's
 // clock matters: the access itself cannot acquire its own initialization.
-void Engine::CheckInitialized(const Pending& op) {
+void Engine::ReportUninitialized(const Pending& op) {
   const Loc& l = locs_[op.loc];
   const ThreadState& th = threads_[cur_];
   if (l.freed) {
@@ -1525,7 +2095,8 @@ uint64_t Engine::Op(Pending op) {
     Action a;
     if (!Decide(DecideKind::kMain, 0, &a)) Prune();
     th.pending = false;
-    Built b = Build(n_, th.op, a);
+    Built& b = built_;
+    Build(n_, th.op, a, NewEvent(), b);
     Push(b);
     Commit(n_, b);
     th.result = events_.back().reads ? events_.back().rval : 0;
@@ -1538,8 +2109,9 @@ uint64_t Engine::Op(Pending op) {
 void Engine::Fence(memory_order mo, const debug_info& info) {
   if (mo == mo_relaxed) return;
   ThreadState& th = threads_[cur_];
-  Built b;
-  Event& e = b.ev;
+  Built& b = built_;
+  b.sc_src.clear();
+  Event& e = NewEvent();
   e.kind = Kind::kFence;
   StampLocal(cur_, e);
   e.mo = mo;
@@ -1549,7 +2121,7 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
   e.sc = mo == mo_seq_cst;
   if (e.acq) {
     e.post.Join(th.acq_pending);
-    b.sc_src = th.sc_pending;
+    b.sc_src.assign(th.sc_pending.begin(), th.sc_pending.end());
   }
   Push(b);
   th.idx = e.idx;
@@ -2039,18 +2611,11 @@ void Engine::ResetExecution() {
   sc_sw_.clear();
   sc_sw_mark_.clear();
   for (auto& th : threads_) {
-    char* stack = th.stack;
-    std::vector<int> sc_pending = std::move(th.sc_pending);
-    std::vector<SpinRead> cur = std::move(th.cur_reads);
-    std::vector<SpinRead> prev = std::move(th.prev_reads);
-    th = ThreadState();
-    th.stack = stack;
-    sc_pending.clear();
-    cur.clear();
-    prev.clear();
-    th.sc_pending = std::move(sc_pending);
-    th.cur_reads = std::move(cur);
-    th.prev_reads = std::move(prev);
+    // Not th = ThreadState(): that zeroes and copies the ucontext_t too.
+    static_cast<ThreadVars&>(th) = ThreadVars();
+    th.sc_pending.clear();
+    th.cur_reads.clear();
+    th.prev_reads.clear();
   }
   cur_ = n_;
   in_thread_ = false;
@@ -2573,7 +3138,8 @@ test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
   bool saved_in_run = t_in_run;
   t_in_run = true;
   int saved_width = g_clock_width;
-  g_clock_width = static_cast<int>(threads) + 1;
+  g_clock_width = (static_cast<int>(threads) + 1 + kClockChunk - 1) /
+                  kClockChunk * kClockChunk;
   const std::terminate_handler saved_terminate =
       std::set_terminate(&AbandonOnTerminate);
   if (saved_terminate != &AbandonOnTerminate)
