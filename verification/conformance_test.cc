@@ -315,6 +315,97 @@ TEST_CASE("search: default test_params are Relacy's (random, 1000)") {
   CHECK(p.executions + p.blocked_executions == 1000);
 }
 
+// The random search samples interleavings (Relacy's random scheduler): no
+// run may end pruned waiting for a deferred write, and a spin without
+// rl::yield does not starve the thread it waits for.
+
+// Two workers take a mutex in turn and signal a condition variable that a
+// third thread waits on with a predicate: every interleaving completes.
+struct LockSignalWait : rl::test_suite<LockSignalWait, 3> {
+  rl::mutex m;
+  rl::condition_variable cv;
+  rl::var<int> done;
+  void before() { done($) = 0; }
+  void thread(unsigned i) {
+    m.lock($);
+    if (i < 2) {
+      done($) = done($) + 1;
+      cv.notify_all($);
+    } else {
+      while (done($) != 2) cv.wait(m, $);
+    }
+    m.unlock($);
+  }
+};
+
+// One thread spins on a flag with no yield; the other sets it.
+struct SpinUntilSet : rl::test_suite<SpinUntilSet, 2> {
+  rl::atomic<int> flag;
+  void before() { flag.store(0, rl::mo_relaxed); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      flag.store(1, rl::mo_release);
+    } else {
+      while (flag.load(rl::mo_acquire) == 0) {
+      }
+    }
+  }
+};
+
+template <typename T>
+rl::test_params Random(unsigned long long seed) {
+  rl::test_params p;
+  p.print_summary = false;
+  std::ostringstream trace;
+  p.output_stream = &trace;
+  p.seed = seed;
+  rl::simulate<T>(p);
+  p.output_stream = nullptr;
+  MESSAGE(std::string(rl::test_result_str(p.test_result))
+          << " after " << p.executions << " executions (+"
+          << p.blocked_executions << " pruned), seed " << seed);
+  return p;
+}
+
+TEST_CASE("search: random runs of a mutex and condition variable complete") {
+  for (unsigned long long seed : {1ull, 2ull, 3ull}) {
+    rl::test_params p = Random<LockSignalWait>(seed);
+    CHECK(p.test_result == rl::test_result_success);
+    CHECK(p.executions + p.blocked_executions == 1000);
+    CHECK(p.executions >= 990);  // Relacy: 1000 complete
+  }
+}
+
+TEST_CASE("search: a random run does not starve a yield-less spin's writer") {
+  for (unsigned long long seed : {1ull, 2ull, 3ull}) {
+    rl::test_params p = Random<SpinUntilSet>(seed);
+    CHECK(p.test_result == rl::test_result_success);  // Relacy: SUCCESS
+    CHECK(p.executions >= 990);
+  }
+}
+
+// The lost update of two relaxed load+store increments.
+struct LostUpdate : rl::test_suite<LostUpdate, 2> {
+  rl::atomic<int> n;
+  void before() { n.store(0, rl::mo_relaxed); }
+  void thread(unsigned) { n.store(n.load(rl::mo_relaxed) + 1, rl::mo_relaxed); }
+  void after() { RL_ASSERT(n.load(rl::mo_relaxed) == 2); }
+};
+
+TEST_CASE("search: a random run's failure replays from its r2: state") {
+  rl::test_params p = Random<LostUpdate>(7);
+  REQUIRE(p.test_result == rl::test_result_user_assert_failed);
+  REQUIRE(p.final_state.rfind("r2:", 0) == 0);
+  rl::test_params again;
+  again.print_summary = false;
+  std::ostringstream trace;
+  again.output_stream = &trace;
+  again.initial_state = p.final_state;
+  rl::simulate<LostUpdate>(again);
+  CHECK(again.test_result == rl::test_result_user_assert_failed);
+  CHECK(again.stop_iteration == p.stop_iteration);
+}
+
 // ------------------------------------------------------------ results
 
 struct FailsAtOnce : rl::test_suite<FailsAtOnce, 1> {
