@@ -78,31 +78,28 @@ class cli_proxy {
   debug_info info_;
 };
 
+// A managed field (.NET here, Java in relacy_java.hpp) whose loads and
+// stores have the field kind's fixed orders; accessed as x($).
+template <typename T, memory_order kLoad, memory_order kStore>
+class managed_field : public atomic<T> {
+ public:
+  using proxy_t = cli_proxy<T, kLoad, kStore>;
+  managed_field(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : atomic<T>(T(), info) {}
+  explicit managed_field(T v, debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(v, info) {}
+  managed_field& operator=(const managed_field&) = delete;
+  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
+};
 }  // namespace detail
 
 // A plain .NET field: relaxed accesses (see the top).
 template <typename T>
-class nvar : public atomic<T> {
- public:
-  using proxy_t = detail::cli_proxy<T, mo_relaxed, mo_relaxed>;
-  nvar(debug_info info = RL_CURRENT_INFO) : atomic<T>(T(), info) {}  // NOLINT
-  explicit nvar(T v, debug_info info = RL_CURRENT_INFO) : atomic<T>(v, info) {}
-  nvar& operator=(const nvar&) = delete;
-  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
-};
+using nvar = detail::managed_field<T, mo_relaxed, mo_relaxed>;
 
 // A .NET volatile field: acquire loads, release stores (see the top).
 template <typename T>
-class nvolatile : public atomic<T> {
- public:
-  using proxy_t = detail::cli_proxy<T, mo_acquire, mo_release>;
-  nvolatile(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : atomic<T>(T(), info) {}
-  explicit nvolatile(T v, debug_info info = RL_CURRENT_INFO)
-      : atomic<T>(v, info) {}
-  nvolatile& operator=(const nvolatile&) = delete;
-  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
-};
+using nvolatile = detail::managed_field<T, mo_acquire, mo_release>;
 
 // System.Threading.Interlocked: seq_cst read-modify-writes (full fences in
 // the CLI). Return values as .NET's: Add/Increment/Decrement the new value,

@@ -21,33 +21,17 @@
 #define PERCPU_VERIFICATION_RELACY_RELACY_JAVA_HPP_
 
 #include "relacy.hpp"
-#include "relacy_cli.hpp"  // detail::cli_proxy: the same field proxy
+#include "relacy_cli.hpp"  // detail::managed_field, as .NET fields
 
 namespace rl {
 
 // A plain Java field: relaxed accesses (see the top).
 template <typename T>
-class jvar : public atomic<T> {
- public:
-  using proxy_t = detail::cli_proxy<T, mo_relaxed, mo_relaxed>;
-  jvar(debug_info info = RL_CURRENT_INFO) : atomic<T>(T(), info) {}  // NOLINT
-  explicit jvar(T v, debug_info info = RL_CURRENT_INFO) : atomic<T>(v, info) {}
-  jvar& operator=(const jvar&) = delete;
-  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
-};
+using jvar = detail::managed_field<T, mo_relaxed, mo_relaxed>;
 
 // A Java volatile field: seq_cst loads and stores (see the top).
 template <typename T>
-class jvolatile : public atomic<T> {
- public:
-  using proxy_t = detail::cli_proxy<T, mo_seq_cst, mo_seq_cst>;
-  jvolatile(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : atomic<T>(T(), info) {}
-  explicit jvolatile(T v, debug_info info = RL_CURRENT_INFO)
-      : atomic<T>(v, info) {}
-  jvolatile& operator=(const jvolatile&) = delete;
-  proxy_t operator()(debug_info info) { return proxy_t(this, info); }
-};
+using jvolatile = detail::managed_field<T, mo_seq_cst, mo_seq_cst>;
 
 template <typename T>
 class jatomic;
