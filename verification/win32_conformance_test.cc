@@ -7,6 +7,10 @@
 #include <string>
 
 #include "doctest/doctest.h"
+// relacy.hpp first: the C++ heap model (MEMORY LEAK for a handle never
+// closed, as Relacy's relacy_std.hpp programs); relacy_cli.hpp first would
+// select Relacy's garbage-collected CLI mode for the whole file.
+#include "relacy/relacy.hpp"
 #include "relacy/relacy_cli.hpp"
 #include "relacy/windows.h"
 #include "test_support.h"
@@ -901,6 +905,28 @@ struct CliStoreBuffering : rl::test_suite<CliStoreBuffering<kBarrier>, 2> {
 TEST_CASE("cli: Thread.MemoryBarrier forbids store buffering") {
   VERDICT(rl::test_result_success, CliStoreBuffering<true>);
   VERDICT(rl::test_result_user_assert_failed, CliStoreBuffering<false>);
+}
+
+// Interlocked operations are full fences in the CLR: an Interlocked.Exchange
+// of one's own flag, then a volatile read of the other's (the owner's pop
+// and the thief's steal of Relacy's cli_ws_deque example), cannot both read
+// the old value. (Two seq_cst exchanges followed by acquire loads alone
+// would allow it in C++20.)
+struct CliInterlockedIsFence : rl::test_suite<CliInterlockedIsFence, 2> {
+  rl::nvolatile<int> x;
+  rl::nvolatile<int> y;
+  rl::nvar<int> r[2];
+  void thread(unsigned i) {
+    rl::nvolatile<int>& mine = i == 0 ? x : y;
+    rl::nvolatile<int>& other = i == 0 ? y : x;
+    rl::Interlocked::Exchange(mine, 1, $);
+    r[i]($) = other($);
+  }
+  void after() { RL_ASSERT(r[0]($) == 1 || r[1]($) == 1); }
+};
+
+TEST_CASE("cli: Interlocked.Exchange is a full fence (Relacy: SUCCESS)") {
+  VERDICT(rl::test_result_success, CliInterlockedIsFence);
 }
 
 struct CliInterlockedValues : rl::test_suite<CliInterlockedValues, 1> {

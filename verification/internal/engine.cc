@@ -660,6 +660,7 @@ class Engine {
   std::unordered_map<uintptr_t, FrameMemo> frame_memo_;
  public:
   bool has_invariant_ = false;
+  bool garbage_collected_ = false;  // Relacy's Java / CLI mode (Run)
   bool observing() const { return observing_; }
   uint64_t Observe(int loc) const { return events_[locs_[loc].mo.back()].wval; }
 };
@@ -2477,7 +2478,8 @@ void Engine::CheckLeaks() {
     fail_info_ = debug_info();
     return;
   }
-  if (blocks == 0) return;
+  // Java / CLI mode: what is left is garbage, collected in ReleaseHeap.
+  if (blocks == 0 || garbage_collected_) return;
   std::ostringstream s;
   s << "memory leak: " << blocks << " block(s), " << bytes
     << " bytes, never freed; the first (" << first->size
@@ -2496,9 +2498,10 @@ void Engine::ReleaseHeap() {
   // Freed blocks are released now. Leaked ones (also those of an abandoned
   // execution, whose threads were dropped mid-way) are left allocated: code
   // outside the execution, such as a static created on first use, may
-  // still hold them.
+  // still hold them. In Java / CLI mode they are garbage and collected
+  // (a test in that mode cannot delete what it allocates, as in Relacy).
   for (auto& [addr, b] : heap_) {
-    if (b.freed)
+    if (b.freed || garbage_collected_)
       std::free(b.real);
     else
       OutsideInsert(b.real);
@@ -3120,7 +3123,7 @@ void* JoinThread(int handle, const debug_info& info) {
 
 test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
                   test_result_e expected, const std::string& name,
-                  unsigned dynamic_threads) {
+                  unsigned dynamic_threads, bool garbage_collected) {
   unsigned static_threads = threads;
   threads += dynamic_threads;
   if (threads + 1 > static_cast<unsigned>(kMaxThreads)) {
@@ -3133,6 +3136,7 @@ test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
   Engine engine(suite, params, threads, static_threads,
                 params.test_name.empty() ? name : params.test_name);
   engine.has_invariant_ = suite.HasInvariant();
+  engine.garbage_collected_ = garbage_collected;
   Engine* saved = g_engine;
   g_engine = &engine;
   bool saved_in_run = t_in_run;

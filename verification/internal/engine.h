@@ -207,10 +207,13 @@ void VarAccess(int var, bool write, const debug_info& info);
 
 // Explores the suite; returns the result found (success if none).
 // threads: the suite's static threads; dynamic_threads more slots for
-// threads created during an execution (CreateThread).
+// threads created during an execution (CreateThread). garbage_collected:
+// Relacy's Java and CLI modes; memory never freed is collected at the end
+// of each execution instead of reported as a MEMORY LEAK.
 test_result_e Run(SuiteIface& suite, test_params& params, unsigned threads,
                   test_result_e expected, const std::string& name,
-                  unsigned dynamic_threads = 0);
+                  unsigned dynamic_threads = 0,
+                  bool garbage_collected = false);
 
 }  // namespace detail
 }  // namespace rl

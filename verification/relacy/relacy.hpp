@@ -949,7 +949,15 @@ bool simulate(test_params& params) {
   test_result_e r =
       detail::Run(suite, params, T::static_thread_count, T::expected_result,
                   detail::Demangle(typeid(T).name()),
-                  static_cast<unsigned>(T::dynamic_thread_count));
+                  static_cast<unsigned>(T::dynamic_thread_count),
+#if defined(RL_JAVA_MODE) || defined(RL_CLI_MODE)
+                  // Relacy's Java / CLI mode (relacy_java.hpp or
+                  // relacy_cli.hpp included before this header): collected.
+                  /*garbage_collected=*/true
+#else
+                  /*garbage_collected=*/false
+#endif
+      );
   return r == T::expected_result;
 }
 

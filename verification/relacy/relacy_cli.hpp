@@ -15,8 +15,18 @@
 //  * Thread::MemoryBarrier is a seq_cst fence; VolatileRead / VolatileWrite
 //    are acquire / release; SpinWait yields.
 // All of them work on any rl::atomic<T> (nvar and nvolatile are ones).
+//
+// Garbage collected, as Relacy's CLI mode: memory a test never deletes is
+// collected after each execution, not reported as a MEMORY LEAK. Like
+// Relacy's, the mode belongs to the translation unit and needs this header
+// before relacy.hpp (RL_CLI_MODE); included after it, the heap is checked
+// as in C++.
 #ifndef PERCPU_VERIFICATION_RELACY_RELACY_CLI_HPP_
 #define PERCPU_VERIFICATION_RELACY_RELACY_CLI_HPP_
+
+#if !defined(RL_CLI_MODE) && !defined(PERCPU_VERIFICATION_RELACY_RELACY_HPP_)
+#define RL_CLI_MODE
+#endif
 
 #include "relacy.hpp"
 #include "windows.h"  // Relacy's CLI header has its Win32 shims too
@@ -101,19 +111,28 @@ using nvar = detail::managed_field<T, mo_relaxed, mo_relaxed>;
 template <typename T>
 using nvolatile = detail::managed_field<T, mo_acquire, mo_release>;
 
-// System.Threading.Interlocked: seq_cst read-modify-writes (full fences in
-// the CLI). Return values as .NET's: Add/Increment/Decrement the new value,
-// Exchange/CompareExchange the old one.
+// System.Threading.Interlocked: seq_cst read-modify-writes that are also
+// full fences, as the CLR implements them (its memory model: "Interlocked
+// operations have full-fence semantics"): a seq_cst fence on each side, so
+// a later plain or volatile load cannot read past it (C++20 alone lets an
+// acquire load after a seq_cst RMW read a value older than another
+// thread's seq_cst RMW). Return values as .NET's: Add/Increment/Decrement
+// the new value, Exchange/CompareExchange the old one.
 struct Interlocked {
   template <typename T>
   static T Add(atomic<T>& v, T x, debug_info info = RL_CURRENT_INFO) {
-    return v.fetch_add(x, mo_seq_cst, info) + x;
+    FullFence(info);
+    T result = v.fetch_add(x, mo_seq_cst, info) + x;
+    FullFence(info);
+    return result;
   }
   template <typename T>
   static T CompareExchange(atomic<T>& v, T xchg, T cmp,
                            debug_info info = RL_CURRENT_INFO) {
+    FullFence(info);
     // Strong: Interlocked.CompareExchange never fails spuriously.
     v.compare_exchange_strong(cmp, xchg, mo_seq_cst, mo_seq_cst, info);
+    FullFence(info);
     return cmp;
   }
   template <typename T>
@@ -126,12 +145,23 @@ struct Interlocked {
   }
   template <typename T>
   static T Exchange(atomic<T>& v, T x, debug_info info = RL_CURRENT_INFO) {
-    return v.exchange(x, mo_seq_cst, info);
+    FullFence(info);
+    T old = v.exchange(x, mo_seq_cst, info);
+    FullFence(info);
+    return old;
   }
   template <typename T>
   static T Read(const atomic<T>& v, debug_info info = RL_CURRENT_INFO) {
     // Pairs with: the writer's release store or seq_cst RMW (as Relacy).
     return const_cast<atomic<T>&>(v).load(mo_acquire, info);
+  }
+
+ private:
+  // Orders everything before it with everything after it; pairs with
+  // another thread's FullFence / Thread::MemoryBarrier (C++20 fence-fence
+  // seq_cst ordering).
+  static void FullFence(debug_info info) {
+    atomic_thread_fence(mo_seq_cst, info);
   }
 };
 

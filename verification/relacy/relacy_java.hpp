@@ -14,11 +14,16 @@
 //    Increments are a load then a store, not atomic.
 //  * jatomic<T>: get/set and every read-modify-write are seq_cst;
 //    weakCompareAndSet may fail spuriously, compareAndSet does not.
-// Differs from Relacy: Relacy's Java mode is garbage collected (no MEMORY
-// LEAK); the checker's heap model still reports memory a Java-mode test
-// never deletes (docs/verification.md, "Relacy's examples side by side").
+// Garbage collected, as Relacy's Java mode: memory a test never deletes is
+// collected after each execution, not reported as a MEMORY LEAK. The mode
+// belongs to the translation unit and needs this header before relacy.hpp
+// (RL_JAVA_MODE), as in Relacy.
 #ifndef PERCPU_VERIFICATION_RELACY_RELACY_JAVA_HPP_
 #define PERCPU_VERIFICATION_RELACY_RELACY_JAVA_HPP_
+
+#if !defined(RL_JAVA_MODE) && !defined(PERCPU_VERIFICATION_RELACY_RELACY_HPP_)
+#define RL_JAVA_MODE
+#endif
 
 #include "relacy.hpp"
 #include "relacy_cli.hpp"  // detail::managed_field, as .NET fields
