@@ -813,6 +813,16 @@ void AbandonOnTerminate() {
 // docs/verification.md). Any doubt (an encoding this reader does not
 // handle, no ThreadEntry frame found) answers "unwind".
 
+// Reads a fixed-width little-endian T at p (unwind tables are unaligned)
+// and advances p past it.
+template <typename T>
+T ReadFixed(const uint8_t** p) {
+  T v;
+  std::memcpy(&v, *p, sizeof(T));
+  *p += sizeof(T);
+  return v;
+}
+
 // Reads an unsigned LEB128 number.
 const uint8_t* ReadUleb(const uint8_t* p, uint64_t* v) {
   uint64_t r = 0;
@@ -850,10 +860,7 @@ int LandingPadAt(const uint8_t* lsda, uintptr_t start, uintptr_t ip) {
     if (cs_enc == kUleb128) {
       p = ReadUleb(p, out);
     } else {
-      uint32_t x;
-      std::memcpy(&x, p, 4);
-      p += 4;
-      *out = x;
+      *out = ReadFixed<uint32_t>(&p);
     }
   };
   while (p < end) {
@@ -1061,22 +1068,14 @@ bool CfaRuleAt(const uint8_t* fde, uintptr_t func, uintptr_t pc, FrameMemo* m) {
             delta = *q++ * code_align;
             advance = true;
             break;
-          case 0x03: {  // advance_loc2
-            uint16_t d;
-            std::memcpy(&d, q, 2);
-            q += 2;
-            delta = d * code_align;
+          case 0x03:  // advance_loc2
+            delta = ReadFixed<uint16_t>(&q) * code_align;
             advance = true;
             break;
-          }
-          case 0x04: {  // advance_loc4
-            uint32_t d;
-            std::memcpy(&d, q, 4);
-            q += 4;
-            delta = d * code_align;
+          case 0x04:  // advance_loc4
+            delta = ReadFixed<uint32_t>(&q) * code_align;
             advance = true;
             break;
-          }
           case 0x05: {  // offset_extended
             const uint64_t r = ReadU(&q);
             const int64_t off = static_cast<int64_t>(ReadU(&q)) * data_align;
