@@ -884,49 +884,44 @@ TEST_CASE("cli: Interlocked.Increment is atomic; volatile ++ loses updates") {
   VERDICT(rl::test_result_user_assert_failed, CliIncrement<false>);
 }
 
-// Dekker-style store buffering: with Thread.MemoryBarrier between the
-// store and the load both threads cannot read 0; volatiles alone
-// (release/acquire) allow it.
-template <bool kBarrier>
-struct CliStoreBuffering : rl::test_suite<CliStoreBuffering<kBarrier>, 2> {
+// Dekker-style store buffering: each thread writes its own flag, then reads
+// the other's. With volatiles alone (release/acquire) both can read 0; a
+// Thread.MemoryBarrier between the store and the load forbids it, and so
+// does an Interlocked.Exchange in place of the store: Interlocked operations
+// are full fences in the CLR (the owner's pop and the thief's steal of
+// Relacy's cli_ws_deque example; two seq_cst exchanges followed by acquire
+// loads alone would allow it in C++20).
+enum class CliFlagStore { kVolatile, kVolatileThenBarrier, kInterlocked };
+template <CliFlagStore kStore>
+struct CliStoreBuffering : rl::test_suite<CliStoreBuffering<kStore>, 2> {
   rl::nvolatile<int> x;
   rl::nvolatile<int> y;
   rl::nvar<int> r[2];
   void thread(unsigned i) {
     rl::nvolatile<int>& mine = i == 0 ? x : y;
     rl::nvolatile<int>& other = i == 0 ? y : x;
-    mine($) = 1;
-    if (kBarrier) rl::Thread::MemoryBarrier($);
+    if (kStore == CliFlagStore::kInterlocked) {
+      rl::Interlocked::Exchange(mine, 1, $);
+    } else {
+      mine($) = 1;
+    }
+    if (kStore == CliFlagStore::kVolatileThenBarrier)
+      rl::Thread::MemoryBarrier($);
     r[i]($) = other($);
   }
   void after() { RL_ASSERT(r[0]($) == 1 || r[1]($) == 1); }
 };
 
 TEST_CASE("cli: Thread.MemoryBarrier forbids store buffering") {
-  VERDICT(rl::test_result_success, CliStoreBuffering<true>);
-  VERDICT(rl::test_result_user_assert_failed, CliStoreBuffering<false>);
+  VERDICT(rl::test_result_success,
+          CliStoreBuffering<CliFlagStore::kVolatileThenBarrier>);
+  VERDICT(rl::test_result_user_assert_failed,
+          CliStoreBuffering<CliFlagStore::kVolatile>);
 }
 
-// Interlocked operations are full fences in the CLR: an Interlocked.Exchange
-// of one's own flag, then a volatile read of the other's (the owner's pop
-// and the thief's steal of Relacy's cli_ws_deque example), cannot both read
-// the old value. (Two seq_cst exchanges followed by acquire loads alone
-// would allow it in C++20.)
-struct CliInterlockedIsFence : rl::test_suite<CliInterlockedIsFence, 2> {
-  rl::nvolatile<int> x;
-  rl::nvolatile<int> y;
-  rl::nvar<int> r[2];
-  void thread(unsigned i) {
-    rl::nvolatile<int>& mine = i == 0 ? x : y;
-    rl::nvolatile<int>& other = i == 0 ? y : x;
-    rl::Interlocked::Exchange(mine, 1, $);
-    r[i]($) = other($);
-  }
-  void after() { RL_ASSERT(r[0]($) == 1 || r[1]($) == 1); }
-};
-
 TEST_CASE("cli: Interlocked.Exchange is a full fence (Relacy: SUCCESS)") {
-  VERDICT(rl::test_result_success, CliInterlockedIsFence);
+  VERDICT(rl::test_result_success,
+          CliStoreBuffering<CliFlagStore::kInterlocked>);
 }
 
 struct CliInterlockedValues : rl::test_suite<CliInterlockedValues, 1> {
