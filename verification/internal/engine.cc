@@ -221,6 +221,7 @@ struct Event {
   int rmw_reader = -1;  // the RMW reading from this write, if any
   int rel_fence = -1;   // po-latest release fence before this write
   int choice = -1;      // DFS: the scheduling decision that created it
+  int sc_node = -1;     // SC events: node in the SC-order graph
   // Not zeroed when the event is created: Stamp() and StampLocal() or
   // Build() assign all three before anything reads them.
   Clock pre{Clock::NoInit{}};   // thread clock at the event, before acquiring
@@ -544,7 +545,18 @@ class Engine {
   void Pop();
   void Commit(unsigned t, const Built& b);
   bool NeedSc(bool new_sc) const { return sc_events_.size() + new_sc >= 2; }
-  bool ScConsistent();
+  // The SC-order graph, kept incrementally (docs/verification.md, "The SC
+  // order"): Push() adds the edges the new event brings, ScAcyclicAfterPush()
+  // looks for a cycle through them, Pop() removes them.
+  void PushSc(int id, const Built& b);  // Push() of an SC-related event
+  void AddScEdges(int id, const Built& b);
+  void ScEdge(int from, int to);  // nodes; logged if new
+  void GrowScGraph(size_t nodes);
+  bool ScAcyclicAfterPush();
+  // The whole graph rebuilt and checked from scratch: the reference the
+  // incremental check is compared with under -DRL_SC_CHECK.
+  bool ScConsistentFull();
+  void CrossCheckSc(bool incremental);
   bool Coh(int a, int b) const;
   uint64_t Compute(RmwOp op, uint64_t a, uint64_t b, unsigned width) const;
   void AfterWrite(unsigned t, int loc);
@@ -637,7 +649,22 @@ class Engine {
   }
   std::vector<int> sc_events_;
   std::vector<std::pair<int, int>> sc_sw_;  // direct sw between SC events
-  std::vector<size_t> sc_sw_mark_;          // sc_sw_ size before each event
+  // Per event in events_: sc_sw_'s and sc_edge_log_'s sizes before it.
+  struct ScMark {
+    uint32_t sw, edges;
+  };
+  std::vector<ScMark> sc_mark_;
+  // SC-order graph: row v (sc_words_ words) is the bitset of v's successors,
+  // nodes numbered in sc_events_ order. Every edge is set by the Push() of
+  // one event and logged there, so Pop() and ResetExecution() clear exactly
+  // the bits they must (no matrix-wide zeroing).
+  std::vector<uint64_t> sc_adj_;
+  size_t sc_words_ = 0;  // row width in words; capacity 64 * sc_words_
+  std::vector<int> sc_fences_;  // SC fence events, in order
+  std::vector<std::pair<int, int>> sc_edge_log_;
+  std::vector<uint8_t> sc_color_;     // ScAcyclicAfterPush() scratch
+  std::vector<int> left_;             // AddScEdges() scratch
+  std::vector<std::pair<int, int>> sc_stack_;
   int skips_ = 0;
   int last_choice_ = -1;  // stack index of the last scheduling decision
   // Heap model (per execution): blocks allocated by the test's code.
@@ -1602,7 +1629,8 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
 void Engine::Push(const Built& b) {
   int id = static_cast<int>(events_.size()) - 1;
   Event& e = events_.back();
-  sc_sw_mark_.push_back(sc_sw_.size());
+  sc_mark_.push_back({static_cast<uint32_t>(sc_sw_.size()),
+                      static_cast<uint32_t>(sc_edge_log_.size())});
   if (e.loc >= 0) {
     Loc& l = locs_[e.loc];
     l.acc.push_back(id);
@@ -1613,18 +1641,36 @@ void Engine::Push(const Built& b) {
     }
     if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = id;
   }
+  if (e.sc || !sc_events_.empty()) [[unlikely]]
+    PushSc(id, b);
+}
+
+__attribute__((noinline)) void Engine::PushSc(int id, const Built& b) {
+  Event& e = events_[id];
   if (e.sc) {
+    e.sc_node = static_cast<int>(sc_events_.size());
     sc_events_.push_back(id);
+    if (e.kind == Kind::kFence) sc_fences_.push_back(id);
     if (e.acq)
       for (int s : b.sc_src) sc_sw_.emplace_back(s, id);
   }
+  AddScEdges(id, b);
 }
 
 void Engine::Pop() {
   Event& e = events_.back();
-  sc_sw_.resize(sc_sw_mark_.back());
-  sc_sw_mark_.pop_back();
-  if (e.sc) sc_events_.pop_back();
+  const ScMark mark = sc_mark_.back();
+  sc_mark_.pop_back();
+  sc_sw_.resize(mark.sw);
+  for (size_t i = mark.edges; i < sc_edge_log_.size(); ++i) {
+    auto [from, to] = sc_edge_log_[i];
+    sc_adj_[from * sc_words_ + to / 64] &= ~(uint64_t{1} << (to % 64));
+  }
+  sc_edge_log_.resize(mark.edges);
+  if (e.sc) {
+    sc_events_.pop_back();
+    if (e.kind == Kind::kFence) sc_fences_.pop_back();
+  }
   if (e.loc >= 0) {
     Loc& l = locs_[e.loc];
     l.acc.pop_back();
@@ -1726,8 +1772,235 @@ bool Engine::Coh(int a, int b) const {
 }
 
 // C++20 [atomics.order]/4: a total order S on SC operations and fences must
-// exist; we build its required edges and test acyclicity.
-bool Engine::ScConsistent() {
+// exist. Its required edges A -> B (A precedes B in S):
+//  (a) A strongly happens before B: sb, or sb;hb;sb (an hb path leaving A's
+//      thread after A and entering B's thread before B), or a direct sw
+//      between SC operations;
+//  (b) coherence: for accesses a, b of one location with a coherence-ordered
+//      before b, every X of left(a) precedes every Y of right(b), where
+//      left(a) = {a if SC} + {SC fences hb-before a} and
+//      right(b) = {b if SC} + {SC fences b happens before}.
+// S exists iff these edges are acyclic.
+//
+// Incrementally: the events before e formed an acyclic graph G (each was
+// checked when added), and adding e changes no edge among them -- their
+// clocks, reads-from and relative modification order stay as they were;
+// only left/right sets may grow by e itself. So the new edges are:
+//  * e an SC operation or fence: (a) into e (nothing old knows of e);
+//  * e an SC fence: (b) into e, from left(a) for each coherence pair (a, b)
+//    with b happening before e. A fence adds only edges INTO itself, a node
+//    with no successor yet, so it never closes a cycle;
+//  * e an access: (b) for pairs (a, e), left(a) -> e if e is SC, and for
+//    pairs (e, b), left(e) x right(b) -- which may join two old nodes (an
+//    SC fence before e to a b after it).
+// Any cycle of the new graph uses a new edge, so a DFS from the new edges'
+// targets finds it.
+void Engine::AddScEdges(int id, const Built& b) {
+  const Event& e = events_[id];
+  if (sc_events_.size() > 64 * sc_words_) GrowScGraph(sc_events_.size());
+  if (e.sc) {
+    const int v = e.sc_node;
+    for (int a : sc_events_) {  // (a): strongly happens before
+      const Event& A = events_[a];
+      if (a != id && (A.tid == e.tid || e.pre.get(A.tid) > A.idx))
+        ScEdge(A.sc_node, v);
+    }
+    if (e.acq)
+      for (int s : b.sc_src) ScEdge(events_[s].sc_node, v);
+  }
+  // The SC fences in left(a) for every a of a set are those before the join
+  // of the set's post clocks (an event's fences-before are a prefix of each
+  // thread): one pass over the fences per set, not per member.
+  auto edges_from_left = [&](const Clock& joined, int to) {
+    for (int f : sc_fences_)
+      if (f != id && Hb(f, joined)) ScEdge(events_[f].sc_node, to);
+  };
+  if (e.kind == Kind::kFence) {
+    if (!e.sc) return;
+    // (b) into e: left(a) -> e for each a coherence-ordered before some x
+    // that happens before e. Per location, the two greatest write and
+    // read-from positions among such x decide Coh(a, x) for x != a.
+    const int v = e.sc_node;
+    Clock joined;
+    bool any = false;
+    for (const Loc& l : locs_) {
+      int w1 = -1, w1_id = -1, w2 = -1, r1 = -1, r1_id = -1, r2 = -1;
+      for (int x : l.acc) {
+        if (!Hb(x, e.post)) continue;
+        const Event& X = events_[x];
+        if (X.writes) {
+          if (X.mo_pos > w1) {
+            w2 = w1;
+            w1 = X.mo_pos;
+            w1_id = x;
+          } else if (X.mo_pos > w2) {
+            w2 = X.mo_pos;
+          }
+        }
+        if (X.reads) {
+          const int r = events_[X.rf].mo_pos;
+          if (r > r1) {
+            r2 = r1;
+            r1 = r;
+            r1_id = x;
+          } else if (r > r2) {
+            r2 = r;
+          }
+        }
+      }
+      if (w1 < 0 && r1 < 0) continue;
+      for (int a : l.acc) {
+        const Event& A = events_[a];
+        const int bw = w1_id == a ? w2 : w1;
+        const int br = r1_id == a ? r2 : r1;
+        const int aw = A.writes ? A.mo_pos : -1;
+        const int ar = A.reads ? events_[A.rf].mo_pos : -1;
+        // Coh(a, x) for some such x (as in Coh(), maximized over x).
+        const bool coh = (aw >= 0 && (aw < bw || (br >= 0 && aw <= br))) ||
+                         (ar >= 0 && (ar < bw || ar < br));
+        if (!coh) continue;
+        if (A.sc) ScEdge(A.sc_node, v);
+        joined.Join(A.post);
+        any = true;
+      }
+    }
+    if (any) edges_from_left(joined, v);
+    return;
+  }
+  if (e.loc < 0) return;
+  const Loc& l = locs_[e.loc];
+  // left(e): e if SC, and the SC fences before it.
+  left_.clear();
+  if (e.sc) left_.push_back(e.sc_node);
+  for (int f : sc_fences_)
+    if (Hb(f, e.post)) left_.push_back(events_[f].sc_node);
+  Clock before_e;  // pairs (x, e): join of x.post
+  bool any_before = false;
+  // Pairs (e, x): per thread, the first such x; an SC fence is in some
+  // right(x) iff one of those happens before it.
+  int32_t first_after[kClockSlots];
+  bool any_after = false;
+  if (!left_.empty()) std::fill(first_after, first_after + kClockSlots, -1);
+  if (!e.sc && left_.empty()) return;
+  // Coh() with e's side computed once.
+  const int ew = e.writes ? e.mo_pos : -1;
+  const int er = e.reads ? events_[e.rf].mo_pos : -1;
+  for (int x : l.acc) {
+    if (x == id) continue;
+    const Event& X = events_[x];
+    const int xw = X.writes ? X.mo_pos : -1;
+    const int xr = X.reads ? events_[X.rf].mo_pos : -1;
+    const bool x_coh_e = (xw >= 0 && ((ew >= 0 && xw < ew) || xw <= er)) ||
+                         (xr >= 0 && ((ew >= 0 && xr < ew) || xr < er));
+    const bool e_coh_x = (ew >= 0 && ((xw >= 0 && ew < xw) || ew <= xr)) ||
+                         (er >= 0 && ((xw >= 0 && er < xw) || er < xr));
+    if (e.sc && x_coh_e) {  // pair (x, e): left(x) -> e
+      if (X.sc) ScEdge(X.sc_node, e.sc_node);
+      before_e.Join(X.post);
+      any_before = true;
+    }
+    if (!left_.empty() && e_coh_x) {  // pair (e, x): left(e) x right(x)
+      if (X.sc)
+        for (int from : left_) ScEdge(from, X.sc_node);
+      int32_t& m = first_after[X.tid];
+      if (m < 0 || X.idx < m) m = X.idx;
+      any_after = true;
+    }
+  }
+  if (any_before) edges_from_left(before_e, e.sc_node);
+  if (any_after) {
+    for (int f : sc_fences_) {
+      const Event& F = events_[f];
+      bool after = false;
+      for (int t = 0; !after && t < g_clock_width; ++t)
+        after = first_after[t] >= 0 && F.post.get(t) >= first_after[t];
+      if (after)
+        for (int from : left_) ScEdge(from, F.sc_node);
+    }
+  }
+}
+
+void Engine::ScEdge(int from, int to) {
+  uint64_t& w = sc_adj_[from * sc_words_ + to / 64];
+  const uint64_t bit = uint64_t{1} << (to % 64);
+  if (w & bit) return;
+  w |= bit;
+  sc_edge_log_.emplace_back(from, to);
+}
+
+void Engine::GrowScGraph(size_t nodes) {
+  size_t words = std::max<size_t>(1, sc_words_);
+  while (64 * words < nodes) words *= 2;
+  std::vector<uint64_t> adj(64 * words * words, 0);
+  for (size_t v = 0; v < 64 * sc_words_; ++v)
+    for (size_t k = 0; k < sc_words_; ++k)
+      adj[v * words + k] = sc_adj_[v * sc_words_ + k];
+  sc_adj_.swap(adj);
+  sc_words_ = words;
+}
+
+// A cycle through the edges the last Push() added: a DFS (white, grey,
+// black) from their targets. Reaching a grey node closes a cycle.
+bool Engine::ScAcyclicAfterPush() {
+  const size_t mark = sc_mark_.back().edges;
+  if (mark == sc_edge_log_.size()) return true;
+  const size_t n = sc_events_.size();
+  sc_color_.assign(n, 0);
+  bool acyclic = true;
+  for (size_t i = mark; acyclic && i < sc_edge_log_.size(); ++i) {
+    const int root = sc_edge_log_[i].second;
+    if (sc_color_[root] != 0) continue;
+    sc_color_[root] = 1;
+    sc_stack_.clear();
+    sc_stack_.emplace_back(root, 0);
+    while (!sc_stack_.empty()) {
+      auto& [v, bit] = sc_stack_.back();
+      const uint64_t* row = &sc_adj_[v * sc_words_];
+      int next = -1;
+      // Successors from bit on, skipping black ones.
+      for (size_t k = bit / 64; k < sc_words_; ++k) {
+        uint64_t w = row[k];
+        if (k == static_cast<size_t>(bit) / 64)
+          w &= ~uint64_t{0} << (bit % 64);
+        while (w != 0) {
+          int u = static_cast<int>(64 * k) + __builtin_ctzll(w);
+          w &= w - 1;
+          if (sc_color_[u] == 1) {
+            acyclic = false;
+            break;
+          }
+          if (sc_color_[u] == 0) {
+            next = u;
+            break;
+          }
+        }
+        if (!acyclic || next >= 0) break;
+      }
+      if (!acyclic) break;
+      if (next < 0) {
+        sc_color_[v] = 2;
+        sc_stack_.pop_back();
+        continue;
+      }
+      bit = next + 1;
+      sc_color_[next] = 1;
+      sc_stack_.emplace_back(next, 0);
+    }
+  }
+  return acyclic;
+}
+
+void Engine::CrossCheckSc(bool incremental) {
+  if (incremental == ScConsistentFull()) return;
+  std::fprintf(stderr,
+               "RL_SC_CHECK: incremental SC check says %s, full check "
+               "disagrees (%zu events, %zu SC)\n",
+               incremental ? "consistent" : "inconsistent", events_.size(),
+               sc_events_.size());
+  std::abort();
+}
+
+bool Engine::ScConsistentFull() {
   const size_t n = sc_events_.size();
   if (n < 2) return true;
   std::vector<int> node(events_.size(), -1);
@@ -1835,7 +2108,10 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
     if (NeedSc(new_sc)) {
       Build(t, op, a, NewEvent(), probe_);
       Push(probe_);
-      bool ok = ScConsistent();
+      bool ok = ScAcyclicAfterPush();
+#ifdef RL_SC_CHECK
+      CrossCheckSc(ok);
+#endif
       Pop();
       if (!ok) return;
     }
@@ -2133,7 +2409,11 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
     if (in_thread_) SwitchToScheduler();
     throw AbortExecution();
   }
-  if (e.sc && NeedSc(false) && !ScConsistent()) Prune();
+  // An SC fence adds only edges into itself (AddScEdges()): it cannot make
+  // the SC order inconsistent.
+#ifdef RL_SC_CHECK
+  if (e.sc) CrossCheckSc(true);
+#endif
 }
 
 void Engine::Yield(const debug_info& info) {
@@ -2611,7 +2891,11 @@ void Engine::ResetExecution() {
   vars_.clear();
   sc_events_.clear();
   sc_sw_.clear();
-  sc_sw_mark_.clear();
+  sc_mark_.clear();
+  for (auto [from, to] : sc_edge_log_)
+    sc_adj_[from * sc_words_ + to / 64] = 0;
+  sc_edge_log_.clear();
+  sc_fences_.clear();
   for (auto& th : threads_) {
     // Not th = ThreadState(): that zeroes and copies the ucontext_t too.
     static_cast<ThreadVars&>(th) = ThreadVars();
