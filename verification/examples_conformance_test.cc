@@ -66,6 +66,62 @@ TEST_CASE("ctx: RL_HIST_IMPL / RL_LOG are accepted; the race is found") {
   VERDICT(rl::test_result_data_race, HistRace);
 }
 
+// The failing execution's trace shows each history event (its output())
+// and log line under its thread, in execution order with the rest.
+struct HistTrace : rl::test_suite<HistTrace, 2> {  // expects success
+  rl::var<int> x{0};
+  void thread(unsigned i) {
+    RL_HIST_IMPL(rl::ctx(), $, HistEvent){static_cast<int>(i)} RL_HIST_END();
+    RL_LOG("writing x");
+    x($) = static_cast<int>(i);
+  }
+};
+TEST_CASE("ctx: history events and log lines are in the failure's trace") {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  std::ostringstream out;
+  p.output_stream = &out;
+  CHECK_FALSE(rl::simulate<HistTrace>(p));
+  CHECK(p.test_result == rl::test_result_data_race);
+  const std::string t = out.str();
+  // Logging in the replay changes nothing in it (its memory is the
+  // checker's, not a heap-model block of the test).
+  CHECK(t.find("=> DATA RACE") != std::string::npos);
+  CHECK(t.find("thread 0: event 0") != std::string::npos);
+  CHECK(t.find("thread 1: event 1") != std::string::npos);
+  CHECK(t.find(": writing x  [examples_conformance_test.cc:") !=
+        std::string::npos);
+  // Before the accesses it precedes: thread 0's event, then its var write.
+  const size_t ev = t.find("thread 0: event 0");
+  const size_t wr = t.find("thread 0: var write");
+  CHECK(ev < wr);
+}
+
+// Outside the failure's trace an event is not even built: a passing search
+// never calls output() and collecting_history() is false.
+int g_hist_outputs = 0;
+bool g_collecting_seen = false;
+struct CountedEvent {
+  void output(std::ostream& s) const {
+    ++g_hist_outputs;
+    s << "counted";
+  }
+};
+struct HistQuiet : rl::test_suite<HistQuiet, 2> {
+  rl::atomic<int> x{0};
+  void thread(unsigned) {
+    if (rl::ctx().collecting_history()) g_collecting_seen = true;
+    RL_HIST_IMPL(rl::ctx(), $, CountedEvent){} RL_HIST_END();
+    x($).fetch_add(1);
+  }
+};
+TEST_CASE("ctx: no history is built while nothing failed") {
+  g_hist_outputs = 0;
+  VERDICT(rl::test_result_success, HistQuiet);
+  CHECK(g_hist_outputs == 0);
+  CHECK_FALSE(g_collecting_seen);
+}
+
 // ------------------------------------------------------- const x($)
 
 struct ConstRead : rl::test_suite<ConstRead, 2, rl::test_result_data_race> {

@@ -466,6 +466,8 @@ class Engine {
   void Fail(test_result_e r, const std::string& desc, const debug_info& info);
   int NewVar(bool initialized, const debug_info& info, const void* addr);
   void VarAccess(int var, bool write, const debug_info& info);
+  bool tracing() const { return trace_; }
+  void UserLog(const debug_info& info, const std::string& text);
   // True while an abandoned execution is being unwound: the operation
   // returns a dummy result. A thread that is not unwinding and not in a
   // no-abort section is stopped right here instead.
@@ -2824,6 +2826,16 @@ int Engine::NewVar(bool initialized, const debug_info& info,
   return static_cast<int>(vars_.size()) - 1;
 }
 
+void Engine::UserLog(const debug_info& info, const std::string& text) {
+  if (!trace_ || observing_) return;
+  std::ostringstream s;
+  s << "   " << (cur_ == n_ ? std::string("main")
+                            : "thread " + std::to_string(cur_))
+    << ": " << text << "  [" << BaseName(info.file_) << ":" << info.line_
+    << "]";
+  var_trace_.emplace_back(events_.size(), s.str());
+}
+
 void Engine::VarAccess(int var, bool write, const debug_info& info) {
   if (observing_) return;
   VarState& v = vars_[var];
@@ -3329,6 +3341,16 @@ unsigned Rand(unsigned limit, const debug_info& info) {
     return 0;
   EngineScope engine;
   return g_engine->Rand(limit);
+}
+
+bool CollectingHistory() {
+  return g_generation != 0 && !g_engine->aborting() && g_engine->tracing();
+}
+
+void UserLog(const debug_info& info, const std::string& text) {
+  if (!CollectingHistory()) return;
+  EngineScope engine;  // the trace line's memory is the checker's
+  g_engine->UserLog(info, text);
 }
 
 unsigned ThreadIndex() {

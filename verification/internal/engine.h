@@ -204,6 +204,12 @@ struct NoAbortScope {
 // True while an execution's user code runs on this OS thread.
 bool Tracking();
 void VarAccess(int var, bool write, const debug_info& info);
+// User history (RL_HIST_IMPL / RL_LOG): true only while the failing
+// execution is replayed for its trace, so a test's history events cost
+// nothing otherwise. UserLog adds a line to that trace after the events
+// so far, under the running thread.
+bool CollectingHistory();
+void UserLog(const debug_info& info, const std::string& text);
 
 // Explores the suite; returns the result found (success if none).
 // threads: the suite's static threads; dynamic_threads more slots for

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <mutex>
 #include <new>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -45,7 +46,7 @@
 #define TLS_T(T) ::rl::thread_local_var<T>
 // new/delete in a test are tracked by the heap model (global operator
 // new/delete while an execution runs), so Relacy's macros are plain.
-// User history events (see rl::context): accepted, not recorded.
+// User history events (see rl::context): in the failing execution's trace.
 #define RL_HIST_IMPL(C, INFO, TYPE)                \
   do {                                             \
     if ((C).collecting_history()) {                \
@@ -117,19 +118,27 @@ inline thread_id_t thread_index() { return detail::ThreadIndex(); }
 // Relacy's execution context as its programs use it: rl::ctx() names the
 // running thread (ctx().threadx_->index_) and takes user history events
 // (RL_HIST_IMPL(rl::ctx(), $, Event) {...} RL_HIST_END(), RL_LOG(text)).
-// The engine has no user events in its traces yet: collecting_history()
-// is false, so the event is neither built nor recorded (documented as a
-// difference in docs/verification.md).
+// History events and log lines go into the trace of a failing execution,
+// after the events before them: collecting_history() is true only while
+// that execution is replayed for its trace, so elsewhere an event is not
+// even built. The event type prints itself (void output(std::ostream&)
+// const), as in Relacy.
 struct context {
   struct thread_info {
     thread_id_t index_ = 0;
   };
   thread_info* threadx_ = &thread_;
   thread_info thread_;
-  bool collecting_history() const { return false; }
+  bool collecting_history() const { return detail::CollectingHistory(); }
   template <typename Event>
-  void exec_log(const debug_info&, const Event&) {}
-  void exec_log_msg(const debug_info&, const char*) {}
+  void exec_log(const debug_info& info, const Event& ev) {
+    std::ostringstream s;
+    ev.output(s);
+    detail::UserLog(info, s.str());
+  }
+  void exec_log_msg(const debug_info& info, const char* msg) {
+    if (detail::CollectingHistory()) detail::UserLog(info, msg);
+  }
 };
 
 // Valid until the calling thread's next checker operation.
