@@ -248,6 +248,60 @@ TEST_CASE("spin: a bounded spin reaches its slow path") {
   VERDICT(rl::test_result_user_assert_failed, TryThenSlow);
 }
 
+// The same with a test-and-set: each failed try is an RMW that writes back
+// the 1 it read, so an identical next try reads the previous try's own
+// write, not the write the previous try read. The slow path wrongly
+// assumes the lock is free by then.
+struct TasThenSlow : rl::test_suite<TasThenSlow, 2> {
+  rl::atomic<int> lock{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      if (lock.exchange(1, rl::mo_acquire) == 0)
+        lock.store(0, rl::mo_release);
+      return;
+    }
+    for (int tries = 0; tries < 3; ++tries) {
+      if (lock.exchange(1, rl::mo_acquire) == 0) {
+        lock.store(0, rl::mo_release);
+        return;
+      }
+      rl::yield();
+    }
+    RL_ASSERT(lock.load(rl::mo_acquire) == 0);  // the bug
+  }
+};
+TEST_CASE("spin: a bounded test-and-set spin reaches its slow path") {
+  VERDICT(rl::test_result_user_assert_failed, TasThenSlow);
+}
+
+// The random search, as a Relacy user runs it: a test-and-set spin that
+// runs on must not end the sampled execution (before, every run-on of an
+// RMW spin was a dead end: most samples ended pruned, checking nothing).
+struct TasHandoff : rl::test_suite<TasHandoff, 2> {
+  rl::atomic<int> slot{0};
+  rl::var<int> data{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      data($) = 1;
+      slot.store(1, rl::mo_release);
+      return;
+    }
+    while (slot.exchange(0, rl::mo_acquire) == 0) rl::yield();
+    RL_ASSERT(data($) == 1);
+  }
+};
+TEST_CASE("spin: sampled runs of an RMW spin complete") {
+  rl::test_params p;
+  p.search_type = rl::sched_random;
+  p.iteration_count = 1000;
+  CHECK(rl::simulate<TasHandoff>(p));
+  CHECK(p.test_result == rl::test_result_success);
+  // Complete executions, not pruned ones, carry the check.
+  CHECK(p.executions >= 990);
+  MESSAGE(p.executions << " complete, " << p.blocked_executions
+                       << " pruned");
+}
+
 // ------------------------------------------------- fairness and livelock
 
 struct TwoYields : rl::test_suite<TwoYields, 2> {

@@ -294,6 +294,10 @@ struct Choice {
 struct SpinRead {
   int loc;
   uint64_t value;
+  // The write an identical next iteration reads: the one read, or for an
+  // RMW writing back the value it read (a failed test-and-set), its own
+  // write (atomicity: the next try reads the newest write, which is that
+  // one unless another thread wrote since).
   int rf;
   bool operator==(const SpinRead& o) const {
     return loc == o.loc && value == o.value;
@@ -546,6 +550,7 @@ class Engine {
   void Push(const Built& b);
   void Pop();
   void Commit(unsigned t, const Built& b);
+  int SpinSource(const Event& e) const;  // SpinRead::rf of a read
   bool NeedSc(bool new_sc) const { return sc_events_.size() + new_sc >= 2; }
   // The SC-order graph, kept incrementally (docs/verification.md, "The SC
   // order"): Push() adds the edges the new event brings, ScAcyclicAfterPush()
@@ -1686,6 +1691,12 @@ void Engine::Pop() {
   events_.pop_back();
 }
 
+int Engine::SpinSource(const Event& e) const {
+  if (e.kind == Kind::kRmw && e.wval == e.rval)
+    return static_cast<int>(&e - events_.data());
+  return e.rf;
+}
+
 void Engine::Commit(unsigned t, const Built& b) {
   ThreadState& th = threads_[t];
   const Event& e = events_.back();
@@ -1717,7 +1728,7 @@ void Engine::Commit(unsigned t, const Built& b) {
       else if (th.prev_reads[k].rf != e.rf)
         Prune();
     }
-    th.cur_reads.push_back({e.loc, e.rval, e.rf});
+    th.cur_reads.push_back({e.loc, e.rval, SpinSource(e)});
   }
   // An RMW writing back the value it read (a failed test-and-set) changes
   // no value: for spin detection it is a read.
@@ -2438,14 +2449,18 @@ void Engine::Yield(const debug_info& info) {
   bool stale = false;
   for (const SpinRead& r : th.cur_reads)
     if (locs_[r.loc].mo.back() != r.rf) stale = true;
+  // The next identical iteration repeats this one (the same values; for a
+  // test-and-set, reading this iteration's own write).
+  th.prev_reads.swap(th.cur_reads);
   th.cur_reads.clear();
   if (th.continuing > 0) {
     // Running on: one more identical iteration. Past the bound, the
-    // execution in which the thread waited covers the rest.
-    if (++th.continuing > p_.spin_bound) Prune();
-    return;
-  }
-  if (!th.released && p_.spin_bound > 0) {
+    // execution in which the thread waited covers the rest; a sampled run
+    // (no such branch) waits now instead of ending unchecked.
+    if (++th.continuing <= p_.spin_bound) return;
+    if (!sampling_) Prune();
+    th.continuing = 0;
+  } else if (!th.released && p_.spin_bound > 0) {
     // Fairness without losing bounded spins: either wait for another
     // thread's write, or run on (up to spin_bound identical iterations),
     // so a loop that gives up after a few tries reaches its slow path
