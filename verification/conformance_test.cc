@@ -446,10 +446,10 @@ struct LostUpdate : rl::test_suite<LostUpdate, 2> {
   void after() { RL_ASSERT(n.load(rl::mo_relaxed) == 2); }
 };
 
-TEST_CASE("search: a random run's failure replays from its r2: state") {
+TEST_CASE("search: a random run's failure replays from its r3: state") {
   rl::test_params p = Random<LostUpdate>(7);
   REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-  REQUIRE(p.final_state.rfind("r2:", 0) == 0);
+  REQUIRE(p.final_state.rfind("r3:", 0) == 0);
   rl::test_params again;
   again.print_summary = false;
   std::ostringstream trace;
@@ -458,6 +458,43 @@ TEST_CASE("search: a random run's failure replays from its r2: state") {
   rl::simulate<LostUpdate>(again);
   CHECK(again.test_result == rl::test_result_user_assert_failed);
   CHECK(again.stop_iteration == p.stop_iteration);
+}
+
+// The same with seq_cst accesses: a sampled run probes only the action it
+// draws against the SC order; the replay takes the recorded index into
+// the unprobed actions and must meet the same failure, for every seed.
+struct ScLostUpdate : rl::test_suite<ScLostUpdate, 3> {
+  rl::atomic<int> n;
+  rl::atomic<int> seen;
+  void before() {
+    n.store(0);
+    seen.store(0);
+  }
+  void thread(unsigned i) {
+    if (i == 2) {
+      seen.store(n.load() + 10 * seen.load());
+      return;
+    }
+    n.store(n.load() + 1);
+  }
+  void after() { RL_ASSERT(n.load() == 2); }
+};
+TEST_CASE("search: sampled seq_cst runs replay their failure") {
+  for (unsigned long long seed = 1; seed <= 20; ++seed) {
+    CAPTURE(seed);
+    rl::test_params p = Random<ScLostUpdate>(seed);
+    REQUIRE(p.test_result == rl::test_result_user_assert_failed);
+    REQUIRE(p.final_state.rfind("r3:", 0) == 0);
+    rl::test_params again;
+    again.print_summary = false;
+    std::ostringstream trace;
+    again.output_stream = &trace;
+    again.initial_state = p.final_state;
+    rl::simulate<ScLostUpdate>(again);
+    CHECK(again.test_result == rl::test_result_user_assert_failed);
+    CHECK(again.stop_iteration == p.stop_iteration);
+    CHECK(again.final_state == p.final_state);
+  }
 }
 
 // ------------------------------------------------------------ results

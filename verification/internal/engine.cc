@@ -431,6 +431,7 @@ class Engine {
         name_(std::move(name)) {
     out_ = p.output_stream != nullptr ? p.output_stream : &std::cout;
     threads_.resize(n_ + 1);
+    sc_by_thread_.resize(n_ + 1);
     for (unsigned i = 0; i < n_; ++i)
       threads_[i].stack = static_cast<char*>(std::malloc(kStackSize));
   }
@@ -519,6 +520,8 @@ class Engine {
   void EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs);
   void Discover(const Event& w, const Clock& porf_before);
   void ActionsFor(unsigned t, std::vector<Action>* out);
+  bool ScAllows(unsigned t, const Action& a);  // the SC probe of a
+  bool DrawSampled(DecideKind kind, size_t* idx);
   bool Schedulable(unsigned t) const {
     const ThreadState& th = threads_[t];
     return th.started && !th.finished && !th.blocked && th.pending;
@@ -603,6 +606,12 @@ class Engine {
   // canonical-order deferral and no redundancy pruning of spins (the state
   // string's "r2:" tag carries it to the replay).
   bool sampling_ = false;
+  // A sampled run recorded as "r3:": decisions index the actions before
+  // the SC probe (DrawSampled). "r2:" states replay the older way.
+  bool lazy_sampling_ = false;
+  bool lazy_probe_ = false;  // ActionsFor() skips the SC probe
+  std::vector<uint8_t> scratch_dead_;
+  std::vector<uint32_t> scratch_live_;
   std::vector<Choice> stack_;
   size_t pos_ = 0;
   std::vector<unsigned> replay_;
@@ -668,6 +677,7 @@ class Engine {
   std::vector<uint64_t> sc_adj_;
   size_t sc_words_ = 0;  // row width in words; capacity 64 * sc_words_
   std::vector<int> sc_fences_;  // SC fence events, in order
+  std::vector<std::vector<int>> sc_by_thread_;  // SC events per thread
   std::vector<std::pair<int, int>> sc_edge_log_;
   std::vector<uint8_t> sc_color_;     // ScAcyclicAfterPush() scratch
   std::vector<int> left_;             // AddScEdges() scratch
@@ -1657,6 +1667,7 @@ __attribute__((noinline)) void Engine::PushSc(int id, const Built& b) {
   if (e.sc) {
     e.sc_node = static_cast<int>(sc_events_.size());
     sc_events_.push_back(id);
+    sc_by_thread_[e.tid].push_back(id);
     if (e.kind == Kind::kFence) sc_fences_.push_back(id);
     if (e.acq)
       for (int s : b.sc_src) sc_sw_.emplace_back(s, id);
@@ -1676,6 +1687,7 @@ void Engine::Pop() {
   sc_edge_log_.resize(mark.edges);
   if (e.sc) {
     sc_events_.pop_back();
+    sc_by_thread_[e.tid].pop_back();
     if (e.kind == Kind::kFence) sc_fences_.pop_back();
   }
   if (e.loc >= 0) {
@@ -1813,10 +1825,22 @@ void Engine::AddScEdges(int id, const Built& b) {
   if (sc_events_.size() > 64 * sc_words_) GrowScGraph(sc_events_.size());
   if (e.sc) {
     const int v = e.sc_node;
-    for (int a : sc_events_) {  // (a): strongly happens before
-      const Event& A = events_[a];
-      if (a != id && (A.tid == e.tid || e.pre.get(A.tid) > A.idx))
-        ScEdge(A.sc_node, v);
+    // (a), strongly happens before, transitively reduced: from each
+    // thread only its latest SC event before e. The earlier ones reach it
+    // through their own thread's chain (each SC event has an edge from its
+    // thread's previous one), and a cycle needs only reachability.
+    for (size_t t = 0; t < sc_by_thread_.size(); ++t) {
+      const std::vector<int>& list = sc_by_thread_[t];
+      if (static_cast<int>(t) == e.tid) {  // e is the last of its list
+        if (list.size() >= 2) ScEdge(events_[list[list.size() - 2]].sc_node, v);
+        continue;
+      }
+      // The list is in thread order: the last A with A.idx < e.pre[t].
+      const int32_t known = e.pre.get(static_cast<int>(t));
+      auto it = std::partition_point(
+          list.begin(), list.end(),
+          [&](int a) { return events_[a].idx < known; });
+      if (it != list.begin()) ScEdge(events_[*(it - 1)].sc_node, v);
     }
     if (e.acq)
       for (int s : b.sc_src) ScEdge(events_[s].sc_node, v);
@@ -1908,9 +1932,13 @@ void Engine::AddScEdges(int id, const Built& b) {
     const bool e_coh_x = (ew >= 0 && ((xw >= 0 && ew < xw) || ew <= xr)) ||
                          (er >= 0 && ((xw >= 0 && er < xw) || er < xr));
     if (e.sc && x_coh_e) {  // pair (x, e): left(x) -> e
-      if (X.sc) ScEdge(X.sc_node, e.sc_node);
-      before_e.Join(X.post);
-      any_before = true;
+      // Implied when x strongly happens before e (the (a) chain above).
+      if (X.sc && X.tid != e.tid && e.pre.get(X.tid) <= X.idx)
+        ScEdge(X.sc_node, e.sc_node);
+      if (!sc_fences_.empty()) {
+        before_e.Join(X.post);
+        any_before = true;
+      }
     }
     if (!left_.empty() && e_coh_x) {  // pair (e, x): left(e) x right(x)
       if (X.sc)
@@ -2106,6 +2134,23 @@ void Engine::Discover(const Event& w, const Clock& porf_before) {
   }
 }
 
+bool Engine::ScAllows(unsigned t, const Action& a) {
+  const Pending& op = threads_[t].op;
+  if (op.kind == OpKind::kResume) return true;
+  bool new_sc =
+      op.mo == mo_seq_cst ||
+      (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst);
+  if (!NeedSc(new_sc)) return true;
+  Build(t, op, a, NewEvent(), probe_);
+  Push(probe_);
+  bool ok = ScAcyclicAfterPush();
+#ifdef RL_SC_CHECK
+  CrossCheckSc(ok);
+#endif
+  Pop();
+  return ok;
+}
+
 void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
   ThreadState& th = threads_[t];
   const Pending& op = th.op;
@@ -2115,20 +2160,7 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
   }
   const Loc& l = locs_[op.loc];
   auto consider = [&](const Action& a) {
-    bool new_sc =
-        op.mo == mo_seq_cst ||
-        (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst);
-    if (NeedSc(new_sc)) {
-      Build(t, op, a, NewEvent(), probe_);
-      Push(probe_);
-      bool ok = ScAcyclicAfterPush();
-#ifdef RL_SC_CHECK
-      CrossCheckSc(ok);
-#endif
-      Pop();
-      if (!ok) return;
-    }
-    out->push_back(a);
+    if (lazy_probe_ || ScAllows(t, a)) out->push_back(a);
   };
   if (op.kind == OpKind::kStore) {
     int lb = WriteLowerBound(op.loc, th.clock);
@@ -2213,10 +2245,16 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   std::vector<uint32_t>& segs = scratch_segs_;
   opts.clear();
   segs.clear();
+  // A sampled run (r3) enumerates the coherent actions without the SC
+  // probe and probes only the one it draws (ScAllows), drawing again
+  // without it if the SC order forbids it: the same distribution as
+  // drawing among the SC-consistent actions, without probing them all.
+  lazy_probe_ = lazy_sampling_;
   if (kind == DecideKind::kSched) {
     EnumSched(&opts, &segs);
   } else if (kind == DecideKind::kMain) {
     ActionsFor(n_, &opts);
+    segs.push_back(static_cast<uint32_t>(opts.size()));
   } else {
     for (unsigned i = 0; i < rand_limit; ++i) {
       Action a;
@@ -2248,8 +2286,11 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
     *out = c.opts[0];
     return true;
   }
+  lazy_probe_ = false;
   bool sched = kind != DecideKind::kRand;
-  if (opts.size() > 1) {
+  if (lazy_sampling_ && sched) {
+    if (!DrawSampled(kind, &idx)) return false;
+  } else if (opts.size() > 1) {
     if (mode_ == Mode::kRandom) {
       idx = rng_() % opts.size();
       if (kind == DecideKind::kSched && segs.size() > 1) {
@@ -2271,9 +2312,58 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
     if (alts_.size() <= id) alts_.resize(id + 1);
     alts_[id].clear();
     for (const Action& a : opts)
-      if (a.tid == out->tid && a.rf != out->rf) alts_[id].push_back(a.rf);
+      if (a.tid == out->tid && a.rf != out->rf &&
+          (!lazy_sampling_ || ScAllows(static_cast<unsigned>(a.tid), a)))
+        alts_[id].push_back(a.rf);
   }
   return true;
+}
+
+// A sampled run's scheduling decision over scratch_opts_ (all coherent
+// actions, per thread in scratch_segs_): a thread with an action the SC
+// order allows, each with the same chance, then one such action of it
+// (as Relacy's random scheduler). Actions are probed only when drawn. The
+// recorded index is into the unprobed list, so a replay takes it without
+// probing anything.
+bool Engine::DrawSampled(DecideKind kind, size_t* idx) {
+  std::vector<Action>& opts = scratch_opts_;
+  std::vector<uint32_t>& segs = scratch_segs_;
+  if (opts.empty()) return false;
+  if (mode_ != Mode::kRandom) {  // replay
+    *idx = 0;
+    if (opts.size() > 1 && replay_pos_ < replay_.size())
+      *idx = std::min<size_t>(replay_[replay_pos_++], opts.size() - 1);
+    if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(*idx));
+    return true;
+  }
+  (void)kind;
+  std::vector<uint8_t>& dead = scratch_dead_;
+  dead.assign(opts.size(), 0);
+  // Live actions per thread segment.
+  std::vector<uint32_t>& live = scratch_live_;
+  live.resize(segs.size());
+  size_t live_threads = 0;
+  for (size_t k = 0; k < segs.size(); ++k) {
+    live[k] = segs[k] - (k == 0 ? 0 : segs[k - 1]);
+    if (live[k] > 0) ++live_threads;
+  }
+  while (live_threads > 0) {
+    size_t pick = rng_() % live_threads, k = 0;
+    for (;; ++k)
+      if (live[k] > 0 && pick-- == 0) break;
+    const size_t lo = k == 0 ? 0 : segs[k - 1];
+    size_t nth = rng_() % live[k], i = lo;
+    for (;; ++i)
+      if (!dead[i] && nth-- == 0) break;
+    if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i])) {
+      *idx = i;
+      if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
+      return true;
+    }
+    dead[i] = 1;
+    if (--live[k] == 0) --live_threads;
+  }
+  return false;
 }
 
 void Engine::Apply(const Action& a) {
@@ -2922,6 +3012,7 @@ void Engine::ResetExecution() {
   for (auto [from, to] : sc_edge_log_)
     sc_adj_[from * sc_words_ + to / 64] = 0;
   sc_edge_log_.clear();
+  for (auto& list : sc_by_thread_) list.clear();
   sc_fences_.clear();
   for (auto& th : threads_) {
     // Not th = ThreadState(): that zeroes and copies the ucontext_t too.
@@ -3045,8 +3136,9 @@ Engine::Outcome Engine::RunOne() {
 
 std::string Engine::EncodeState() const {
   std::ostringstream s;
-  // v2:<stop_iteration> (r2: for a sampled run), then the decisions taken.
-  s << (sampling_ ? "r2:" : "v2:")
+  // v2:<stop_iteration> (r3: for a sampled run; r2: replays as before),
+  // then the decisions taken.
+  s << (!sampling_ ? "v2:" : lazy_sampling_ ? "r3:" : "r2:")
     << (stop_iteration_ != 0 ? stop_iteration_
                              : p_.executions + p_.blocked_executions + 1);
   if (mode_ == Mode::kDfs) {
@@ -3151,7 +3243,8 @@ test_result_e Engine::Run(test_result_e expected) {
     std::istringstream in(p_.initial_state);
     std::string tag;
     in >> tag;
-    sampling_ = tag.rfind("r2:", 0) == 0;
+    lazy_sampling_ = tag.rfind("r3:", 0) == 0;
+    sampling_ = tag.rfind("r2:", 0) == 0 || lazy_sampling_;
     if (tag.rfind("v2:", 0) == 0 || sampling_)
       stop_iteration_ = std::stoull(tag.substr(3));
     unsigned v;
@@ -3168,6 +3261,7 @@ test_result_e Engine::Run(test_result_e expected) {
     if (p_.search_type == sched_random) {
       mode_ = Mode::kRandom;
       sampling_ = true;
+      lazy_sampling_ = true;
       if (seed == 0)
         seed = static_cast<unsigned long long>(
             SteadyClock::now().time_since_epoch().count());
