@@ -1922,6 +1922,45 @@ void Engine::AddScEdges(int id, const Built& b) {
   // Coh() with e's side computed once.
   const int ew = e.writes ? e.mo_pos : -1;
   const int er = e.reads ? events_[e.rf].mo_pos : -1;
+  if (sc_fences_.empty()) {
+    // No SC fence: only SC accesses are nodes (e is one: left(e) = {e}).
+    // Pairs (x, e) need an edge only from an SC x that does not strongly
+    // happen before e: in each other thread, the SC events e does not
+    // know yet (a suffix of its list). Pairs (e, x) exist only if e is
+    // not at the end of the location's modification order (it reads an
+    // older write or is a store placed before a later one).
+    const int newest = static_cast<int>(l.mo.size()) - 1;
+    for (size_t t = 0; t < sc_by_thread_.size(); ++t) {
+      if (static_cast<int>(t) == e.tid) continue;
+      const std::vector<int>& list = sc_by_thread_[t];
+      const int32_t known = e.pre.get(static_cast<int>(t));
+      auto it = std::partition_point(
+          list.begin(), list.end(),
+          [&](int a) { return events_[a].idx < known; });
+      for (; it != list.end(); ++it) {
+        const Event& X = events_[*it];
+        if (X.loc != e.loc) continue;
+        const int xw = X.writes ? X.mo_pos : -1;
+        const int xr = X.reads ? events_[X.rf].mo_pos : -1;
+        if ((xw >= 0 && ((ew >= 0 && xw < ew) || xw <= er)) ||
+            (xr >= 0 && ((ew >= 0 && xr < ew) || xr < er)))
+          ScEdge(X.sc_node, e.sc_node);
+      }
+    }
+    const bool at_end = ew >= 0 ? ew == newest : er == newest;
+    if (at_end) return;
+    for (int x : l.acc) {
+      if (x == id) continue;
+      const Event& X = events_[x];
+      if (!X.sc) continue;
+      const int xw = X.writes ? X.mo_pos : -1;
+      const int xr = X.reads ? events_[X.rf].mo_pos : -1;
+      if ((ew >= 0 && ((xw >= 0 && ew < xw) || ew <= xr)) ||
+          (er >= 0 && ((xw >= 0 && er < xw) || er < xr)))
+        ScEdge(e.sc_node, X.sc_node);
+    }
+    return;
+  }
   for (int x : l.acc) {
     if (x == id) continue;
     const Event& X = events_[x];
