@@ -520,7 +520,10 @@ class Engine {
   void EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs);
   void Discover(const Event& w, const Clock& porf_before);
   void ActionsFor(unsigned t, std::vector<Action>* out);
-  bool ScAllows(unsigned t, const Action& a);  // the SC probe of a
+  // The SC probe of a. keep: if allowed, leave its event in the graph for
+  // Apply() (kept_probe_), which must come next.
+  bool ScAllows(unsigned t, const Action& a, bool keep = false);
+  bool kept_probe_ = false;
   bool DrawSampled(DecideKind kind, size_t* idx);
   bool Schedulable(unsigned t) const {
     const ThreadState& th = threads_[t];
@@ -2173,7 +2176,7 @@ void Engine::Discover(const Event& w, const Clock& porf_before) {
   }
 }
 
-bool Engine::ScAllows(unsigned t, const Action& a) {
+bool Engine::ScAllows(unsigned t, const Action& a, bool keep) {
   const Pending& op = threads_[t].op;
   if (op.kind == OpKind::kResume) return true;
   bool new_sc =
@@ -2186,6 +2189,10 @@ bool Engine::ScAllows(unsigned t, const Action& a) {
 #ifdef RL_SC_CHECK
   CrossCheckSc(ok);
 #endif
+  if (ok && keep) {
+    kept_probe_ = true;  // Apply() takes it as the event
+    return true;
+  }
   Pop();
   return ok;
 }
@@ -2375,7 +2382,6 @@ bool Engine::DrawSampled(DecideKind kind, size_t* idx) {
     if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(*idx));
     return true;
   }
-  (void)kind;
   std::vector<uint8_t>& dead = scratch_dead_;
   dead.assign(opts.size(), 0);
   // Live actions per thread segment.
@@ -2394,7 +2400,10 @@ bool Engine::DrawSampled(DecideKind kind, size_t* idx) {
     size_t nth = rng_() % live[k], i = lo;
     for (;; ++i)
       if (!dead[i] && nth-- == 0) break;
-    if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i])) {
+    // A scheduling decision is applied at once (RunOne: Decide, Apply),
+    // so its probe can stay; the main thread's op is built by Op() itself.
+    if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i],
+                 kind == DecideKind::kSched)) {
       *idx = i;
       if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
       return true;
@@ -2425,8 +2434,15 @@ void Engine::Apply(const Action& a) {
   th.pending = false;
   if (th.op.kind != OpKind::kResume) {
     Built& b = built_;
-    Build(t, th.op, a, NewEvent(), b);
-    Push(b);
+    if (kept_probe_) {
+      // DrawSampled() left the drawn action's probe in the graph: it is
+      // this very event.
+      kept_probe_ = false;
+      std::swap(b, probe_);
+    } else {
+      Build(t, th.op, a, NewEvent(), b);
+      Push(b);
+    }
     if (mode_ == Mode::kDfs && last_choice_ >= 0) {
       stack_[last_choice_].ev = static_cast<int>(events_.size()) - 1;
       events_.back().choice = last_choice_;
@@ -3052,6 +3068,7 @@ void Engine::ResetExecution() {
     sc_adj_[from * sc_words_ + to / 64] = 0;
   sc_edge_log_.clear();
   for (auto& list : sc_by_thread_) list.clear();
+  kept_probe_ = false;
   sc_fences_.clear();
   for (auto& th : threads_) {
     // Not th = ThreadState(): that zeroes and copies the ucontext_t too.
