@@ -60,7 +60,9 @@ class thread {
   thread(const thread&) = delete;
   thread& operator=(const thread&) = delete;
   ~thread() {
-    if (joinable()) std::terminate();
+    // Not while the checker unwinds an execution it abandoned (a failure
+    // found, or a pruned one): the thread is gone with the execution.
+    if (joinable() && std::uncaught_exceptions() == 0) std::terminate();
   }
 
   bool joinable() const noexcept { return handle_ >= 0; }
