@@ -11,9 +11,8 @@
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "test_support.h"
-
 #include "relacy/relacy_std.hpp"
+#include "test_support.h"
 
 // After relacy_std.hpp: fine in this mode (std is no macro).
 #include <optional>

@@ -8,9 +8,9 @@
 #ifndef PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_ATOMIC_BASE_H_
 #define PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_ATOMIC_BASE_H_
 
-#include "../mode.hpp"
-
 #include <bits/atomic_lockfree_defines.h>  // ATOMIC_INT_LOCK_FREE, ...
+
+#include "../mode.hpp"
 
 namespace std {
 

@@ -7,11 +7,12 @@
 #ifndef PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_STD_MUTEX_H_
 #define PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_STD_MUTEX_H_
 
-#include "../mode.hpp"
-
 #include <bits/functexcept.h>  // __throw_system_error, for unique_lock
 #include <bits/gthr.h>  // the pthread declarations <shared_mutex> expects
+
 #include <system_error>
+
+#include "../mode.hpp"
 
 namespace std {
 

@@ -5,8 +5,6 @@
 #ifndef PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_STD_THREAD_H_
 #define PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_STD_THREAD_H_
 
-#include "../mode.hpp"
-
 #include <exception>
 #include <functional>
 #include <memory>
@@ -16,6 +14,7 @@
 #include <utility>
 
 #include "../../relacy.hpp"
+#include "../mode.hpp"
 
 namespace std {
 
