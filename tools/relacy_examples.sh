@@ -17,6 +17,10 @@
 # (the examples' stdafx.h includes relacy/pch.hpp first): that build is
 # retried with the example's Relacy header force-included first (-include)
 # and the real Relacy's fakestd/ on the include path, and the row says so.
+# Likewise an example "ours" cannot build as is (e.g. ws_deque's `using
+# namespace std;` with unqualified atomic<T>) is retried with this
+# project's fakestd mode, verification/relacy/fakestd/, on the include
+# path (-I, as Relacy's), and the row says "ours with fakestd/".
 set -u
 RELACY=${1:?usage: relacy_examples.sh /path/to/relacy [workdir] [example ...]}
 RELACY=$(cd "$RELACY" && pwd)
@@ -96,8 +100,13 @@ build_run() {  # side example -> sets BUILT RUNOUT NOTE
        (cd "$dir" && "$CXX" "${FLAGS[@]}" -w -I"$WORK/real/relacy/fakestd" \
           -include "$WORK/real/$hdr" "${srcs[@]}" -o "$bin" >"$log.2" 2>&1); then
       NOTE="real needs -include $hdr"
+    elif [[ $side == ours ]] &&
+       (cd "$dir" && "$CXX" "${FLAGS[@]}" -w -I"$WORK/ours/relacy/fakestd" \
+          "${srcs[@]}" "${extra[@]}" -o "$bin" >"$log.2" 2>&1); then
+      NOTE="ours with fakestd/"
     else
-      [[ -s $log.2 ]] && log=$log.2 && NOTE="also with -include $hdr"
+      [[ -s $log.2 ]] && log=$log.2 &&
+        if [[ $side == ours ]]; then NOTE="also with fakestd/"; else NOTE="also with -include $hdr"; fi
       BUILT="no: $(grep -m1 -E 'error|Error' "$log" | sed "s|$WORK/[a-z]*/||g" | cut -c1-160)"
       return
     fi

@@ -16,6 +16,16 @@
 //  * `::std::atomic` (with the leading ::) is not rewritten; neither is an
 //    unqualified `atomic<T>` after `using namespace std;` (ambiguous with
 //    the real std::atomic): write std::atomic<T> or rl::atomic<T>.
+//
+// fakestd mode (Relacy's -I relacy/fakestd): with verification/relacy/
+// fakestd on the include path before the standard library's (Bazel:
+// //verification:relacy_fakestd), the standard <atomic>, <mutex>,
+// <condition_variable>, <thread> are that directory's and declare no
+// atomics or mutexes of their own. Then the same names go into the real
+// namespace std, `std` is no macro, and `using namespace std;` with
+// unqualified atomic<T>, mutex, memory_order_relaxed works. Standard
+// headers may come before or after this one (tested in
+// fakestd_conformance_test); see docs/verification.md, "fakestd mode".
 #ifndef PERCPU_VERIFICATION_RELACY_RELACY_STD_HPP_
 #define PERCPU_VERIFICATION_RELACY_RELACY_STD_HPP_
 
@@ -82,8 +92,16 @@ using atomic_size_t = atomic<size_t>;
 using atomic_ptrdiff_t = atomic<ptrdiff_t>;
 using atomic_address = atomic<void*>;
 
-namespace std_shim {
+}  // namespace rl
+
+// The checker's std names: one list for both modes, so they declare the
+// same set.
+#ifdef PERCPU_RL_FAKESTD
+namespace std {
+#else
+namespace rl::std_shim {
 using namespace ::std;  // NOLINT: everything else stays the real std
+#endif
 using ::rl::atomic;
 using ::rl::atomic_flag;
 using ::rl::atomic_signal_fence;
@@ -112,7 +130,9 @@ using ::rl::atomic_ushort;
 using ::rl::atomic_wchar_t;
 using ::rl::rl_free;
 using ::rl::rl_malloc;
-}  // namespace std_shim
+}  // namespace std / rl::std_shim
+
+namespace rl {
 
 // ------------------------------------------------------------ POSIX shims
 // Checker objects behind the POSIX names (macros below). Each is
@@ -316,7 +336,9 @@ inline int sem_getvalue(rl::rl_sem_t* s, int* value,
 using rl::rl_free;
 using rl::rl_malloc;
 
+#ifndef PERCPU_RL_FAKESTD
 #define std ::rl::std_shim
+#endif
 #define pthread_mutex_t ::rl::rl_pthread_mutex_t
 #define pthread_cond_t ::rl::rl_pthread_cond_t
 #define pthread_t ::rl::rl_pthread_t
