@@ -571,6 +571,26 @@ class Engine {
   bool ScConsistentFull();
   void CrossCheckSc(bool incremental);
   bool Coh(int a, int b) const;
+  // Coh() from modification-order positions: a's write (aw) and the write
+  // it read (ar), b's likewise; -1 where the event has none. Every test is
+  // "a's position before b's", so it also holds for b's greatest positions
+  // over a set (some member of the set is coherence-after a).
+  static bool CohAt(int aw, int ar, int bw, int br) {
+    return (aw >= 0 && ((bw >= 0 && aw < bw) || aw <= br)) ||
+           (ar >= 0 && ((bw >= 0 && ar < bw) || ar < br));
+  }
+  int WritePos(const Event& e) const { return e.writes ? e.mo_pos : -1; }
+  int ReadPos(const Event& e) const {
+    return e.reads ? events_[e.rf].mo_pos : -1;
+  }
+  // Thread t's SC events that an event knowing t up to `known` (its pre
+  // clock) does not strongly follow: a suffix of the list, in thread order.
+  std::vector<int>::const_iterator UnknownSc(size_t t, int32_t known) const {
+    const std::vector<int>& list = sc_by_thread_[t];
+    return std::partition_point(list.begin(), list.end(), [&](int a) {
+      return events_[a].idx < known;
+    });
+  }
   uint64_t Compute(RmwOp op, uint64_t a, uint64_t b, unsigned width) const;
   void AfterWrite(unsigned t, int loc);
   // Counts a step; past execution_depth_limit the run is a livelock. The
@@ -1788,15 +1808,7 @@ bool Engine::Coh(int a, int b) const {
   if (a == b) return false;
   const Event& A = events_[a];
   const Event& B = events_[b];
-  int aw = A.writes ? A.mo_pos : -1;
-  int ar = A.reads ? events_[A.rf].mo_pos : -1;
-  int bw = B.writes ? B.mo_pos : -1;
-  int br = B.reads ? events_[B.rf].mo_pos : -1;
-  if (aw >= 0 && bw >= 0 && aw < bw) return true;
-  if (aw >= 0 && br >= 0 && aw <= br) return true;
-  if (ar >= 0 && bw >= 0 && ar < bw) return true;
-  if (ar >= 0 && br >= 0 && ar < br) return true;
-  return false;
+  return CohAt(WritePos(A), ReadPos(A), WritePos(B), ReadPos(B));
 }
 
 // C++20 [atomics.order]/4: a total order S on SC operations and fences must
@@ -1838,11 +1850,8 @@ void Engine::AddScEdges(int id, const Built& b) {
         if (list.size() >= 2) ScEdge(events_[list[list.size() - 2]].sc_node, v);
         continue;
       }
-      // The list is in thread order: the last A with A.idx < e.pre[t].
-      const int32_t known = e.pre.get(static_cast<int>(t));
-      auto it = std::partition_point(
-          list.begin(), list.end(),
-          [&](int a) { return events_[a].idx < known; });
+      // The last one e strongly follows: just before the unknown suffix.
+      auto it = UnknownSc(t, e.pre.get(static_cast<int>(t)));
       if (it != list.begin()) ScEdge(events_[*(it - 1)].sc_node, v);
     }
     if (e.acq)
@@ -1891,14 +1900,10 @@ void Engine::AddScEdges(int id, const Built& b) {
       if (w1 < 0 && r1 < 0) continue;
       for (int a : l.acc) {
         const Event& A = events_[a];
-        const int bw = w1_id == a ? w2 : w1;
-        const int br = r1_id == a ? r2 : r1;
-        const int aw = A.writes ? A.mo_pos : -1;
-        const int ar = A.reads ? events_[A.rf].mo_pos : -1;
-        // Coh(a, x) for some such x (as in Coh(), maximized over x).
-        const bool coh = (aw >= 0 && (aw < bw || (br >= 0 && aw <= br))) ||
-                         (ar >= 0 && (ar < bw || ar < br));
-        if (!coh) continue;
+        // Coh(a, x) for some such x other than a.
+        if (!CohAt(WritePos(A), ReadPos(A), w1_id == a ? w2 : w1,
+                   r1_id == a ? r2 : r1))
+          continue;
         if (A.sc) ScEdge(A.sc_node, v);
         joined.Join(A.post);
         any = true;
@@ -1923,8 +1928,8 @@ void Engine::AddScEdges(int id, const Built& b) {
   if (!left_.empty()) std::fill(first_after, first_after + kClockSlots, -1);
   if (!e.sc && left_.empty()) return;
   // Coh() with e's side computed once.
-  const int ew = e.writes ? e.mo_pos : -1;
-  const int er = e.reads ? events_[e.rf].mo_pos : -1;
+  const int ew = WritePos(e);
+  const int er = ReadPos(e);
   if (sc_fences_.empty()) {
     // No SC fence: only SC accesses are nodes (e is one: left(e) = {e}).
     // Pairs (x, e) need an edge only from an SC x that does not strongly
@@ -1936,17 +1941,10 @@ void Engine::AddScEdges(int id, const Built& b) {
     for (size_t t = 0; t < sc_by_thread_.size(); ++t) {
       if (static_cast<int>(t) == e.tid) continue;
       const std::vector<int>& list = sc_by_thread_[t];
-      const int32_t known = e.pre.get(static_cast<int>(t));
-      auto it = std::partition_point(
-          list.begin(), list.end(),
-          [&](int a) { return events_[a].idx < known; });
-      for (; it != list.end(); ++it) {
+      for (auto it = UnknownSc(t, e.pre.get(static_cast<int>(t)));
+           it != list.end(); ++it) {
         const Event& X = events_[*it];
-        if (X.loc != e.loc) continue;
-        const int xw = X.writes ? X.mo_pos : -1;
-        const int xr = X.reads ? events_[X.rf].mo_pos : -1;
-        if ((xw >= 0 && ((ew >= 0 && xw < ew) || xw <= er)) ||
-            (xr >= 0 && ((ew >= 0 && xr < ew) || xr < er)))
+        if (X.loc == e.loc && CohAt(WritePos(X), ReadPos(X), ew, er))
           ScEdge(X.sc_node, e.sc_node);
       }
     }
@@ -1955,11 +1953,7 @@ void Engine::AddScEdges(int id, const Built& b) {
     for (int x : l.acc) {
       if (x == id) continue;
       const Event& X = events_[x];
-      if (!X.sc) continue;
-      const int xw = X.writes ? X.mo_pos : -1;
-      const int xr = X.reads ? events_[X.rf].mo_pos : -1;
-      if ((ew >= 0 && ((xw >= 0 && ew < xw) || ew <= xr)) ||
-          (er >= 0 && ((xw >= 0 && er < xw) || er < xr)))
+      if (X.sc && CohAt(ew, er, WritePos(X), ReadPos(X)))
         ScEdge(e.sc_node, X.sc_node);
     }
     return;
@@ -1967,22 +1961,17 @@ void Engine::AddScEdges(int id, const Built& b) {
   for (int x : l.acc) {
     if (x == id) continue;
     const Event& X = events_[x];
-    const int xw = X.writes ? X.mo_pos : -1;
-    const int xr = X.reads ? events_[X.rf].mo_pos : -1;
-    const bool x_coh_e = (xw >= 0 && ((ew >= 0 && xw < ew) || xw <= er)) ||
-                         (xr >= 0 && ((ew >= 0 && xr < ew) || xr < er));
-    const bool e_coh_x = (ew >= 0 && ((xw >= 0 && ew < xw) || ew <= xr)) ||
-                         (er >= 0 && ((xw >= 0 && er < xw) || er < xr));
-    if (e.sc && x_coh_e) {  // pair (x, e): left(x) -> e
+    const int xw = WritePos(X);
+    const int xr = ReadPos(X);
+    if (e.sc && CohAt(xw, xr, ew, er)) {  // pair (x, e): left(x) -> e
       // Implied when x strongly happens before e (the (a) chain above).
       if (X.sc && X.tid != e.tid && e.pre.get(X.tid) <= X.idx)
         ScEdge(X.sc_node, e.sc_node);
-      if (!sc_fences_.empty()) {
-        before_e.Join(X.post);
-        any_before = true;
-      }
+      before_e.Join(X.post);  // SC fences exist here (fast path above)
+      any_before = true;
     }
-    if (!left_.empty() && e_coh_x) {  // pair (e, x): left(e) x right(x)
+    // Pair (e, x): left(e) x right(x).
+    if (!left_.empty() && CohAt(ew, er, xw, xr)) {
       if (X.sc)
         for (int from : left_) ScEdge(from, X.sc_node);
       int32_t& m = first_after[X.tid];
@@ -2374,7 +2363,6 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
 bool Engine::DrawSampled(DecideKind kind, size_t* idx) {
   std::vector<Action>& opts = scratch_opts_;
   std::vector<uint32_t>& segs = scratch_segs_;
-  if (opts.empty()) return false;
   if (mode_ != Mode::kRandom) {  // replay
     *idx = 0;
     if (opts.size() > 1 && replay_pos_ < replay_.size())
