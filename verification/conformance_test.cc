@@ -255,9 +255,10 @@ TEST_CASE("spin: a bounded spin reaches its slow path") {
 struct TasThenSlow : rl::test_suite<TasThenSlow, 2> {
   rl::atomic<int> lock{0};
   void thread(unsigned i) {
+    // Each release store of 0 pairs with the other thread's acquire
+    // exchange that reads it (lock hand-over).
     if (i == 0) {
-      if (lock.exchange(1, rl::mo_acquire) == 0)
-        lock.store(0, rl::mo_release);
+      if (lock.exchange(1, rl::mo_acquire) == 0) lock.store(0, rl::mo_release);
       return;
     }
     for (int tries = 0; tries < 3; ++tries) {
@@ -283,9 +284,10 @@ struct TasHandoff : rl::test_suite<TasHandoff, 2> {
   void thread(unsigned i) {
     if (i == 0) {
       data($) = 1;
-      slot.store(1, rl::mo_release);
+      slot.store(1, rl::mo_release);  // Pairs with: the acquire exchange below
       return;
     }
+    // Pairs with: the release store of 1 (publishes data).
     while (slot.exchange(0, rl::mo_acquire) == 0) rl::yield();
     RL_ASSERT(data($) == 1);
   }
@@ -298,8 +300,7 @@ TEST_CASE("spin: sampled runs of an RMW spin complete") {
   CHECK(p.test_result == rl::test_result_success);
   // Complete executions, not pruned ones, carry the check.
   CHECK(p.executions >= 990);
-  MESSAGE(p.executions << " complete, " << p.blocked_executions
-                       << " pruned");
+  MESSAGE(p.executions << " complete, " << p.blocked_executions << " pruned");
 }
 
 // ------------------------------------------------- fairness and livelock
@@ -871,7 +872,7 @@ TEST_CASE("dyn_thread: joining a thread blocked on the joiner is a DEADLOCK") {
 // ------------------------------------------------- relacy_std.hpp programs
 // Compiled in relacy_std_programs.cc against relacy_std.hpp only.
 
-#define STD_VERDICT(R, F)                                            \
+#define STD_VERDICT(R, F)                                             \
   CHECK(std::string(rl::test_result_str(relacy_std_programs::F())) == \
         std::string(rl::test_result_str(R)))
 

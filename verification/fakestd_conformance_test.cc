@@ -68,9 +68,11 @@ struct Publication : rl::test_suite<Publication<kStore, kLoad, kFences>, 2> {
   void thread(unsigned index) {
     if (index == 0) {
       data($) = 1;
+      // Pairs with: the acquire fence after the flag load (thread 1).
       if (kFences) atomic_thread_fence(memory_order_release);
       flag.store(1, kStore);
     } else if (flag.load(kLoad) == 1) {
+      // Pairs with: the release fence before the flag store (thread 0).
       if (kFences) atomic_thread_fence(memory_order_acquire);
       RL_ASSERT(data($) == 1);
     }
@@ -142,6 +144,7 @@ struct SpinLock : rl::test_suite<SpinLock<kAcquire, kRelease>, 2> {
   var<int> n;
   void before() { n($) = 0; }
   void thread(unsigned) {
+    // kAcquire pairs with the other thread's kRelease clear (hand-over).
     while (busy.test_and_set(kAcquire)) rl::yield();
     n($) = n($) + 1;
     busy.clear(kRelease);
