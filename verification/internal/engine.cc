@@ -25,7 +25,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -250,6 +249,33 @@ struct Pending {
   RmwOp op = RmwOp::kXchg;
   uint64_t val = 0, expected = 0;
   debug_info info;
+};
+
+// The random search's generator: SplitMix64 (Steele, Lea and Flood,
+// "Fast splittable pseudorandom number generators", OOPSLA 2014), a few
+// instructions per draw against about 47 for std::mt19937_64 (callgrind, a
+// decision draws once or twice); its output passes BigCrush, more than a
+// scheduler needs. Below() maps a draw onto [0, n) by a multiply and shift
+// (Lemire, "Fast random integer generation in an interval", 2019, without
+// the rejection step: a bias of n / 2^64), no division; n == 1 draws
+// nothing.
+class SplitMix64 {
+ public:
+  void seed(uint64_t s) { state_ = s; }
+  uint64_t operator()() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+    return z ^ (z >> 31);
+  }
+  size_t Below(size_t n) {
+    if (n <= 1) return 0;
+    return static_cast<size_t>(
+        (static_cast<unsigned __int128>((*this)()) * n) >> 64);
+  }
+
+ private:
+  uint64_t state_ = 0;
 };
 
 struct Action {
@@ -524,7 +550,7 @@ class Engine {
   // Apply() (kept_probe_), which must come next.
   bool ScAllows(unsigned t, const Action& a, bool keep = false);
   bool kept_probe_ = false;
-  bool DrawSampled(DecideKind kind, size_t* idx);
+  bool DrawSampled(size_t* idx);
   bool Schedulable(unsigned t) const {
     const ThreadState& th = threads_[t];
     return th.started && !th.finished && !th.blocked && th.pending;
@@ -558,6 +584,20 @@ class Engine {
   void Commit(unsigned t, const Built& b);
   int SpinSource(const Event& e) const;  // SpinRead::rf of a read
   bool NeedSc(bool new_sc) const { return sc_events_.size() + new_sc >= 2; }
+  // The main thread runs only while no test thread runs: before the first
+  // starts (constructor, before()) and after all have ended (after(),
+  // destructor; invariant() makes no events). Its seq_cst operations are
+  // then no nodes of the SC-order graph (Event::sc false, C++'s order kept
+  // in Event::mo): one before() happens before every later event, so no
+  // later event is coherence-ordered or SC-fenced before it and it has no
+  // in-edge from one; one in after() is preceded by every event, so it
+  // reads or writes the end of each modification order and has no out-edge
+  // to an earlier one. Neither can lie on a cycle, and removing a node on
+  // no cycle keeps the graph's acyclicity. The full check (RL_SC_CHECK)
+  // keeps them as nodes and must agree. Relacy tests initialize atomics in
+  // before() with `x($) = 0`, seq_cst stores: without this, those alone
+  // turned on the SC probe of every later operation.
+  bool MainOutsideThreads(unsigned t) const { return t == n_; }
   // The SC-order graph, kept incrementally (docs/verification.md, "The SC
   // order"): Push() adds the edges the new event brings, ScAcyclicAfterPush()
   // looks for a cycle through them, Pop() removes them.
@@ -640,7 +680,7 @@ class Engine {
   std::vector<unsigned> replay_;
   size_t replay_pos_ = 0;
   std::vector<unsigned> taken_;  // indices of multi-option decisions
-  std::mt19937_64 rng_;
+  SplitMix64 rng_;
   bool trace_ = false;
   std::vector<std::vector<int>> alts_;  // trace: other rf options per event
 
@@ -1630,7 +1670,7 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
   e.mo = mo;
   e.acq = e.reads && IsAcq(mo);
   e.rel = e.writes && IsRel(mo);
-  e.sc = mo == mo_seq_cst;
+  e.sc = mo == mo_seq_cst && !MainOutsideThreads(t);
   if (e.writes) e.rel_fence = th.rel_fence;
   e.post = e.pre;
   e.porf = th.porf;
@@ -1681,7 +1721,8 @@ void Engine::Push(const Built& b) {
     }
     if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = id;
   }
-  if (e.sc || !sc_events_.empty()) [[unlikely]]
+  // A non-SC event adds SC edges only through an SC fence (AddScEdges).
+  if (e.sc || !sc_fences_.empty()) [[unlikely]]
     PushSc(id, b);
 }
 
@@ -2073,21 +2114,29 @@ void Engine::CrossCheckSc(bool incremental) {
 }
 
 bool Engine::ScConsistentFull() {
-  const size_t n = sc_events_.size();
+  // Every seq_cst event is a node here, the main thread's too (Event::sc
+  // leaves those out of the incremental graph: MainOutsideThreads()).
+  auto is_sc = [&](int a) {
+    return events_[a].kind != Kind::kInit && events_[a].mo == mo_seq_cst;
+  };
+  std::vector<int> sc_events;
+  for (int a = 0; a < static_cast<int>(events_.size()); ++a)
+    if (is_sc(a)) sc_events.push_back(a);
+  const size_t n = sc_events.size();
   if (n < 2) return true;
   std::vector<int> node(events_.size(), -1);
-  for (size_t i = 0; i < n; ++i) node[sc_events_[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < n; ++i) node[sc_events[i]] = static_cast<int>(i);
   std::vector<std::vector<uint8_t>> adj(n, std::vector<uint8_t>(n, 0));
   std::vector<int> fences;
-  for (int e : sc_events_)
+  for (int e : sc_events)
     if (events_[e].kind == Kind::kFence) fences.push_back(e);
   // Strongly happens before: sb, or sb;hb;sb (an hb path leaving A's thread
   // after A and entering B's thread before B), or direct sw between SC ops.
   for (size_t i = 0; i < n; ++i) {
-    const Event& A = events_[sc_events_[i]];
+    const Event& A = events_[sc_events[i]];
     for (size_t j = 0; j < n; ++j) {
       if (i == j) continue;
-      const Event& B = events_[sc_events_[j]];
+      const Event& B = events_[sc_events[j]];
       if (A.tid == B.tid ? A.idx < B.idx : B.pre.get(A.tid) > A.idx)
         adj[i][j] = 1;
     }
@@ -2098,14 +2147,14 @@ bool Engine::ScConsistentFull() {
   for (const Loc& l : locs_) {
     for (int a : l.acc) {
       left.clear();
-      if (events_[a].sc) left.push_back(node[a]);
+      if (is_sc(a)) left.push_back(node[a]);
       for (int f : fences)
         if (Hb(f, events_[a].post)) left.push_back(node[f]);
       if (left.empty()) continue;
       for (int b : l.acc) {
         if (!Coh(a, b)) continue;
         right.clear();
-        if (events_[b].sc) right.push_back(node[b]);
+        if (is_sc(b)) right.push_back(node[b]);
         for (int f : fences)
           if (Hb(b, events_[f].post)) right.push_back(node[f]);
         for (int x : left)
@@ -2169,9 +2218,12 @@ bool Engine::ScAllows(unsigned t, const Action& a, bool keep) {
   const Pending& op = threads_[t].op;
   if (op.kind == OpKind::kResume) return true;
   bool new_sc =
-      op.mo == mo_seq_cst ||
-      (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst);
-  if (!NeedSc(new_sc)) return true;
+      !MainOutsideThreads(t) &&
+      (op.mo == mo_seq_cst ||
+       (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst));
+  // With no SC fence, an event that is not SC adds no edge to the graph
+  // (AddScEdges: its left() set is empty), so it cannot close a cycle.
+  if (!NeedSc(new_sc) || (!new_sc && sc_fences_.empty())) return true;
   Build(t, op, a, NewEvent(), probe_);
   Push(probe_);
   bool ok = ScAcyclicAfterPush();
@@ -2324,17 +2376,17 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   lazy_probe_ = false;
   bool sched = kind != DecideKind::kRand;
   if (lazy_sampling_ && sched) {
-    if (!DrawSampled(kind, &idx)) return false;
+    if (!DrawSampled(&idx)) return false;
   } else if (opts.size() > 1) {
     if (mode_ == Mode::kRandom) {
-      idx = rng_() % opts.size();
+      idx = rng_.Below(opts.size());
       if (kind == DecideKind::kSched && segs.size() > 1) {
         // A thread first, each with the same chance (as Relacy's random
         // scheduler), then one of its actions: a thread with many readable
         // writes is not run more often than one with a single action.
-        size_t k = rng_() % segs.size();
+        size_t k = rng_.Below(segs.size());
         size_t lo = k == 0 ? 0 : segs[k - 1];
-        if (segs[k] > lo) idx = lo + rng_() % (segs[k] - lo);
+        if (segs[k] > lo) idx = lo + rng_.Below(segs[k] - lo);
       }
     } else if (replay_pos_ < replay_.size()) {
       idx = std::min<size_t>(replay_[replay_pos_++], opts.size() - 1);
@@ -2360,7 +2412,7 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
 // (as Relacy's random scheduler). Actions are probed only when drawn. The
 // recorded index is into the unprobed list, so a replay takes it without
 // probing anything.
-bool Engine::DrawSampled(DecideKind kind, size_t* idx) {
+bool Engine::DrawSampled(size_t* idx) {
   std::vector<Action>& opts = scratch_opts_;
   std::vector<uint32_t>& segs = scratch_segs_;
   if (mode_ != Mode::kRandom) {  // replay
@@ -2370,8 +2422,10 @@ bool Engine::DrawSampled(DecideKind kind, size_t* idx) {
     if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(*idx));
     return true;
   }
+  // Probed and refused actions; cleared only once one is refused (the
+  // first draw usually stands).
   std::vector<uint8_t>& dead = scratch_dead_;
-  dead.assign(opts.size(), 0);
+  bool any_dead = false;
   // Live actions per thread segment.
   std::vector<uint32_t>& live = scratch_live_;
   live.resize(segs.size());
@@ -2381,21 +2435,23 @@ bool Engine::DrawSampled(DecideKind kind, size_t* idx) {
     if (live[k] > 0) ++live_threads;
   }
   while (live_threads > 0) {
-    size_t pick = rng_() % live_threads, k = 0;
+    size_t pick = rng_.Below(live_threads), k = 0;
     for (;; ++k)
       if (live[k] > 0 && pick-- == 0) break;
     const size_t lo = k == 0 ? 0 : segs[k - 1];
-    size_t nth = rng_() % live[k], i = lo;
-    for (;; ++i)
-      if (!dead[i] && nth-- == 0) break;
-    // A scheduling decision is applied at once (RunOne: Decide, Apply),
-    // so its probe can stay; the main thread's op is built by Op() itself.
-    if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i],
-                 kind == DecideKind::kSched)) {
+    size_t nth = rng_.Below(live[k]), i = lo + nth;
+    if (any_dead)
+      for (i = lo;; ++i)
+        if (!dead[i] && nth-- == 0) break;
+    // The drawn action is applied at once (RunOne: Decide, Apply; the main
+    // thread's Op() likewise), so its probe can stay as the event.
+    if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i], true)) {
       *idx = i;
       if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
       return true;
     }
+    if (!any_dead) dead.assign(opts.size(), 0);
+    any_dead = true;
     dead[i] = 1;
     if (--live[k] == 0) --live_threads;
   }
@@ -2518,8 +2574,13 @@ uint64_t Engine::Op(Pending op) {
     if (!Decide(DecideKind::kMain, 0, &a)) Prune();
     th.pending = false;
     Built& b = built_;
-    Build(n_, th.op, a, NewEvent(), b);
-    Push(b);
+    if (kept_probe_) {  // DrawSampled() left it in the graph: this event
+      kept_probe_ = false;
+      std::swap(b, probe_);
+    } else {
+      Build(n_, th.op, a, NewEvent(), b);
+      Push(b);
+    }
     Commit(n_, b);
     th.result = events_.back().reads ? events_.back().rval : 0;
     th.cas_ok = events_.back().kind == Kind::kRmw;
@@ -2540,7 +2601,7 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
   e.info = info;
   e.acq = IsAcq(mo);
   e.rel = IsRel(mo);
-  e.sc = mo == mo_seq_cst;
+  e.sc = mo == mo_seq_cst && !MainOutsideThreads(cur_);
   if (e.acq) {
     e.post.Join(th.acq_pending);
     b.sc_src.assign(th.sc_pending.begin(), th.sc_pending.end());
