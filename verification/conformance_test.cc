@@ -4,6 +4,7 @@
 // makes the checker pass a buggy program silently, or flag a correct one,
 // fails here. See docs/verification.md, "The dialect".
 #include <cstdlib>
+#include <array>
 #include <sstream>
 #include <string>
 
@@ -447,10 +448,10 @@ struct LostUpdate : rl::test_suite<LostUpdate, 2> {
   void after() { RL_ASSERT(n.load(rl::mo_relaxed) == 2); }
 };
 
-TEST_CASE("search: a random run's failure replays from its r3: state") {
+TEST_CASE("search: a random run's failure replays from its r4: state") {
   rl::test_params p = Random<LostUpdate>(7);
   REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-  REQUIRE(p.final_state.rfind("r3:", 0) == 0);
+  REQUIRE(p.final_state.rfind("r4:", 0) == 0);
   rl::test_params again;
   again.print_summary = false;
   std::ostringstream trace;
@@ -485,7 +486,7 @@ TEST_CASE("search: sampled seq_cst runs replay their failure") {
     CAPTURE(seed);
     rl::test_params p = Random<ScLostUpdate>(seed);
     REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-    REQUIRE(p.final_state.rfind("r3:", 0) == 0);
+    REQUIRE(p.final_state.rfind("r4:", 0) == 0);
     rl::test_params again;
     again.print_summary = false;
     std::ostringstream trace;
@@ -496,6 +497,69 @@ TEST_CASE("search: sampled seq_cst runs replay their failure") {
     CHECK(again.stop_iteration == p.stop_iteration);
     CHECK(again.final_state == p.final_state);
   }
+}
+
+// States recorded by the previous version (r3: decisions index every
+// thread's actions together) replay as they were recorded: the fixtures
+// are the failing states of Random<LostUpdate>(7) and
+// Random<ScLostUpdate>(2) printed by that version (a893beb).
+TEST_CASE("search: r3: states of the previous version still replay") {
+  struct Case {
+    const char* state;
+    unsigned long long stop_iteration;
+  };
+  auto replay = [](auto* suite, const Case& c) {
+    using T = std::remove_pointer_t<decltype(suite)>;
+    rl::test_params again;
+    again.print_summary = false;
+    std::ostringstream trace;
+    again.output_stream = &trace;
+    again.initial_state = c.state;
+    rl::simulate<T>(again);
+    CHECK(again.test_result == rl::test_result_user_assert_failed);
+    CHECK(again.stop_iteration == c.stop_iteration);
+    CHECK(again.final_state == c.state);
+  };
+  replay(static_cast<LostUpdate*>(nullptr), {"r3:1 0 0 1 1", 1});
+  replay(static_cast<ScLostUpdate*>(nullptr), {"r3:2 2 0 2 1 1 2 0", 2});
+}
+
+// A random run draws a thread first, each runnable one with the same
+// chance: the thread whose exchange reads the initial 0 ran first.
+struct WhoIsFirst : rl::test_suite<WhoIsFirst, 3> {
+  rl::atomic<int> first{0};
+  rl::atomic<int> own[3];
+  void thread(unsigned i) {
+    // Thread 0 first makes 3 stores: it reads 0 only if drawn 4 times
+    // before either other thread is drawn once, (1/3)^4 of the runs.
+    if (i == 0)
+      for (int k = 1; k <= 3; ++k) own[0].store(k, rl::mo_relaxed);
+    if (first.exchange(static_cast<int>(i) + 1, rl::mo_relaxed) == 0)
+      Counts()[i]++;
+  }
+  static std::array<int, 3>& Counts() {
+    static std::array<int, 3> c{};
+    return c;
+  }
+};
+TEST_CASE("search: a random run draws each runnable thread with one chance") {
+  WhoIsFirst::Counts() = {};
+  rl::test_params p;
+  p.print_summary = false;
+  p.seed = 11;
+  p.iteration_count = 3000;
+  CHECK(rl::simulate<WhoIsFirst>(p));
+  CHECK(p.executions == 3000);
+  // Expected: thread 0 about 37 (3000 / 81), threads 1 and 2 about 1481
+  // each (a standard deviation of about 27).
+  const std::array<int, 3> c = WhoIsFirst::Counts();
+  MESSAGE("first: " << c[0] << " " << c[1] << " " << c[2]);
+  // Plus the warm-up execution before the search (not counted in
+  // executions), which runs the lowest thread first.
+  CHECK(c[0] + c[1] + c[2] == 3001);
+  CHECK(c[0] >= 10);
+  CHECK(c[0] <= 80);
+  CHECK(std::abs(c[1] - c[2]) < 200);
 }
 
 // ------------------------------------------------------------ results

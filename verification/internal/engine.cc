@@ -551,6 +551,10 @@ class Engine {
   bool ScAllows(unsigned t, const Action& a, bool keep = false);
   bool kept_probe_ = false;
   bool DrawSampled(size_t* idx);
+  bool DrawThreadFirst(Action* out);
+  void RunningOnActions(unsigned t, std::vector<Action>* out);
+  void RunningOnOrAll(unsigned t, std::vector<Action>* out);
+  void AlternativesForTrace(const Action& taken);
   bool Schedulable(unsigned t) const {
     const ThreadState& th = threads_[t];
     return th.started && !th.finished && !th.blocked && th.pending;
@@ -669,10 +673,15 @@ class Engine {
   // canonical-order deferral and no redundancy pruning of spins (the state
   // string's "r2:" tag carries it to the replay).
   bool sampling_ = false;
-  // A sampled run recorded as "r3:": decisions index the actions before
-  // the SC probe (DrawSampled). "r2:" states replay the older way.
+  // A sampled run recorded as "r3:" (or "r4:", below): decisions index the
+  // actions before the SC probe (DrawSampled). "r2:" and "r3:" states of
+  // earlier versions replay their own way.
   bool lazy_sampling_ = false;
   bool lazy_probe_ = false;  // ActionsFor() skips the SC probe
+  // A sampled run recorded as "r4:" (every random run now): a scheduling
+  // decision draws a thread, then one of its actions (DrawThreadFirst).
+  bool thread_first_ = false;
+  std::vector<unsigned> scratch_threads_;
   std::vector<uint8_t> scratch_dead_;
   std::vector<uint32_t> scratch_live_;
   std::vector<Choice> stack_;
@@ -2291,24 +2300,30 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
   }
 }
 
+// The actions of a thread running on through identical spin iterations:
+// each read reads what the same read of the previous iteration read.
+void Engine::RunningOnActions(unsigned t, std::vector<Action>* out) {
+  ActionsFor(t, out);
+  const ThreadState& th = threads_[t];
+  size_t k = th.cur_reads.size();
+  if (Deferrable(th) && k < th.prev_reads.size() &&
+      th.prev_reads[k].loc == th.op.loc) {
+    int rf = th.prev_reads[k].rf;
+    out->erase(std::remove_if(out->begin(), out->end(),
+                              [&](const Action& a) {
+                                return a.rf >= 0 && a.rf != rf;
+                              }),
+               out->end());
+  }
+}
+
 void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
   // A thread running on through identical spin iterations goes first and
   // alone: its reads are fixed, so where other threads' steps fall is the
   // business of the branch in which it waited.
   for (unsigned t = 0; t < n_; ++t) {
     if (!Schedulable(t) || threads_[t].continuing == 0) continue;
-    ActionsFor(t, out);
-    const ThreadState& th = threads_[t];
-    size_t k = th.cur_reads.size();
-    if (Deferrable(th) && k < th.prev_reads.size() &&
-        th.prev_reads[k].loc == th.op.loc) {
-      int rf = th.prev_reads[k].rf;
-      out->erase(std::remove_if(out->begin(), out->end(),
-                                [&](const Action& a) {
-                                  return a.rf >= 0 && a.rf != rf;
-                                }),
-                 out->end());
-    }
+    RunningOnActions(t, out);
     if (segs != nullptr) segs->push_back(static_cast<uint32_t>(out->size()));
     return;
   }
@@ -2337,6 +2352,11 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   // without it if the SC order forbids it: the same distribution as
   // drawing among the SC-consistent actions, without probing them all.
   lazy_probe_ = lazy_sampling_;
+  if (thread_first_ && kind == DecideKind::kSched) {
+    bool ok = DrawThreadFirst(out);
+    lazy_probe_ = false;
+    return ok;
+  }
   if (kind == DecideKind::kSched) {
     EnumSched(&opts, &segs);
   } else if (kind == DecideKind::kMain) {
@@ -2394,16 +2414,21 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
     taken_.push_back(static_cast<unsigned>(idx));
   }
   *out = opts[idx];
-  if (trace_ && sched && out->rf >= 0) {
-    size_t id = events_.size();
-    if (alts_.size() <= id) alts_.resize(id + 1);
-    alts_[id].clear();
-    for (const Action& a : opts)
-      if (a.tid == out->tid && a.rf != out->rf &&
-          (!lazy_sampling_ || ScAllows(static_cast<unsigned>(a.tid), a)))
-        alts_[id].push_back(a.rf);
-  }
+  if (sched) AlternativesForTrace(*out);
   return true;
+}
+
+// A replayed trace lists, for each read, the other writes it could read.
+void Engine::AlternativesForTrace(const Action& taken) {
+  if (!trace_ || taken.rf < 0) return;
+  const std::vector<Action>& opts = scratch_opts_;
+  size_t id = events_.size();
+  if (alts_.size() <= id) alts_.resize(id + 1);
+  alts_[id].clear();
+  for (const Action& a : opts)
+    if (a.tid == taken.tid && a.rf != taken.rf &&
+        (!lazy_sampling_ || ScAllows(static_cast<unsigned>(a.tid), a)))
+      alts_[id].push_back(a.rf);
 }
 
 // A sampled run's scheduling decision over scratch_opts_ (all coherent
@@ -2456,6 +2481,88 @@ bool Engine::DrawSampled(size_t* idx) {
     if (--live[k] == 0) --live_threads;
   }
   return false;
+}
+
+// A sampled run's scheduling decision, recorded as "r4:": a thread first,
+// each schedulable one with the same chance, then one of its coherent
+// actions; only the drawn thread's actions are enumerated and only the
+// drawn action is probed against the SC order. A refused action is dropped
+// and another of the same thread drawn; a thread with none left is
+// dropped and another thread drawn. So the thread is uniform among those
+// with an action the SC order allows, and the action uniform among its
+// allowed ones (r3's DrawSampled re-drew the thread after each refusal,
+// which favoured threads with fewer refused actions). Recorded: the
+// thread's position among the schedulable ones (if more than one) and the
+// action's index among its unprobed actions (if more than one), so a
+// replay takes both without probing.
+bool Engine::DrawThreadFirst(Action* out) {
+  std::vector<unsigned>& threads = scratch_threads_;
+  threads.clear();
+  for (unsigned t = 0; t < n_; ++t) {
+    if (!Schedulable(t)) continue;
+    if (threads_[t].continuing != 0) {  // runs on first and alone
+      threads.assign(1, t);
+      break;
+    }
+    threads.push_back(t);
+  }
+  std::vector<Action>& opts = scratch_opts_;
+  auto replayed = [&](size_t n) -> size_t {
+    size_t v = 0;
+    if (n > 1 && replay_pos_ < replay_.size())
+      v = std::min<size_t>(replay_[replay_pos_++], n - 1);
+    return v;
+  };
+  if (mode_ != Mode::kRandom) {  // replay
+    if (threads.empty()) return false;
+    size_t k = replayed(threads.size());
+    if (threads.size() > 1) taken_.push_back(static_cast<unsigned>(k));
+    opts.clear();
+    RunningOnOrAll(threads[k], &opts);
+    if (opts.empty()) return false;
+    size_t i = replayed(opts.size());
+    if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
+    *out = opts[i];
+    AlternativesForTrace(*out);
+    return true;
+  }
+  std::vector<uint8_t>& live_thread = scratch_dead_;  // 1: still drawable
+  live_thread.assign(threads.size(), 1);
+  size_t live_threads = threads.size();
+  while (live_threads > 0) {
+    size_t nth = rng_.Below(live_threads), k = 0;
+    for (;; ++k)
+      if (live_thread[k] && nth-- == 0) break;
+    opts.clear();
+    RunningOnOrAll(threads[k], &opts);
+    // Live actions are opts[0, live); a refused one is swapped past the
+    // end, its original index kept in scratch_live_.
+    std::vector<uint32_t>& index = scratch_live_;
+    index.resize(opts.size());
+    for (size_t j = 0; j < opts.size(); ++j) index[j] = static_cast<uint32_t>(j);
+    for (size_t live = opts.size(); live > 0;) {
+      size_t j = rng_.Below(live);
+      const Action& a = opts[index[j]];
+      // Applied at once (RunOne: Decide, Apply): the probe stays as the event.
+      if (ScAllows(static_cast<unsigned>(a.tid), a, true)) {
+        if (threads.size() > 1) taken_.push_back(static_cast<unsigned>(k));
+        if (opts.size() > 1) taken_.push_back(index[j]);
+        *out = a;
+        return true;
+      }
+      std::swap(index[j], index[--live]);
+    }
+    live_thread[k] = 0;
+    --live_threads;
+  }
+  return false;
+}
+
+void Engine::RunningOnOrAll(unsigned t, std::vector<Action>* out) {
+  if (threads_[t].continuing != 0)
+    RunningOnActions(t, out);
+  else
+    ActionsFor(t, out);
 }
 
 void Engine::Apply(const Action& a) {
@@ -3241,9 +3348,13 @@ Engine::Outcome Engine::RunOne() {
 
 std::string Engine::EncodeState() const {
   std::ostringstream s;
-  // v2:<stop_iteration> (r3: for a sampled run; r2: replays as before),
+  // v2:<stop_iteration> (r4: for a sampled run; r2: and r3: states of
+  // earlier versions replay as they were recorded),
   // then the decisions taken.
-  s << (!sampling_ ? "v2:" : lazy_sampling_ ? "r3:" : "r2:")
+  s << (!sampling_      ? "v2:"
+        : thread_first_ ? "r4:"
+        : lazy_sampling_ ? "r3:"
+                         : "r2:")
     << (stop_iteration_ != 0 ? stop_iteration_
                              : p_.executions + p_.blocked_executions + 1);
   if (mode_ == Mode::kDfs) {
@@ -3348,7 +3459,8 @@ test_result_e Engine::Run(test_result_e expected) {
     std::istringstream in(p_.initial_state);
     std::string tag;
     in >> tag;
-    lazy_sampling_ = tag.rfind("r3:", 0) == 0;
+    thread_first_ = tag.rfind("r4:", 0) == 0;
+    lazy_sampling_ = tag.rfind("r3:", 0) == 0 || thread_first_;
     sampling_ = tag.rfind("r2:", 0) == 0 || lazy_sampling_;
     if (tag.rfind("v2:", 0) == 0 || sampling_)
       stop_iteration_ = std::stoull(tag.substr(3));
@@ -3367,6 +3479,7 @@ test_result_e Engine::Run(test_result_e expected) {
       mode_ = Mode::kRandom;
       sampling_ = true;
       lazy_sampling_ = true;
+      thread_first_ = true;
       if (seed == 0)
         seed = static_cast<unsigned long long>(
             SteadyClock::now().time_since_epoch().count());
