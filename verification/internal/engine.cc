@@ -548,7 +548,13 @@ class Engine {
   void ActionsFor(unsigned t, std::vector<Action>* out);
   // The SC probe of a. keep: if allowed, leave its event in the graph for
   // Apply() (kept_probe_), which must come next.
-  bool ScAllows(unsigned t, const Action& a, bool keep = false);
+  bool ScAllows(unsigned t, const Action& a, bool keep = false) {
+    // No SC event yet (SC fences are SC events): one more cannot close a
+    // cycle (NeedSc). Inline: most operations of most tests end here.
+    if (sc_events_.empty()) return true;
+    return ScProbe(t, a, keep);
+  }
+  bool ScProbe(unsigned t, const Action& a, bool keep);
   bool kept_probe_ = false;
   bool DrawSampled(size_t* idx);
   bool DrawThreadFirst(Action* out);
@@ -2223,7 +2229,7 @@ void Engine::Discover(const Event& w, const Clock& porf_before) {
   }
 }
 
-bool Engine::ScAllows(unsigned t, const Action& a, bool keep) {
+bool Engine::ScProbe(unsigned t, const Action& a, bool keep) {
   const Pending& op = threads_[t].op;
   if (op.kind == OpKind::kResume) return true;
   bool new_sc =
@@ -2526,33 +2532,44 @@ bool Engine::DrawThreadFirst(Action* out) {
     AlternativesForTrace(*out);
     return true;
   }
-  std::vector<uint8_t>& live_thread = scratch_dead_;  // 1: still drawable
-  live_thread.assign(threads.size(), 1);
+  // Drawable threads: a bit per position in `threads` (n_ < kMaxThreads
+  // <= 64 test threads).
+  static_assert(kMaxThreads <= 65, "one bit per test thread");
+  uint64_t live_threads_mask =
+      threads.size() >= 64 ? ~uint64_t{0}
+                           : (uint64_t{1} << threads.size()) - 1;
   size_t live_threads = threads.size();
   while (live_threads > 0) {
     size_t nth = rng_.Below(live_threads), k = 0;
     for (;; ++k)
-      if (live_thread[k] && nth-- == 0) break;
+      if (((live_threads_mask >> k) & 1) != 0 && nth-- == 0) break;
     opts.clear();
     RunningOnOrAll(threads[k], &opts);
-    // Live actions are opts[0, live); a refused one is swapped past the
-    // end, its original index kept in scratch_live_.
+    // Drawable actions are the first `live` of `index` (the identity until
+    // one is refused: then it is filled and the refused one swapped past
+    // the end).
     std::vector<uint32_t>& index = scratch_live_;
-    index.resize(opts.size());
-    for (size_t j = 0; j < opts.size(); ++j) index[j] = static_cast<uint32_t>(j);
+    bool indexed = false;
     for (size_t live = opts.size(); live > 0;) {
-      size_t j = rng_.Below(live);
-      const Action& a = opts[index[j]];
+      const size_t j = rng_.Below(live);
+      const size_t i = indexed ? index[j] : j;
+      const Action& a = opts[i];
       // Applied at once (RunOne: Decide, Apply): the probe stays as the event.
       if (ScAllows(static_cast<unsigned>(a.tid), a, true)) {
         if (threads.size() > 1) taken_.push_back(static_cast<unsigned>(k));
-        if (opts.size() > 1) taken_.push_back(index[j]);
+        if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
         *out = a;
         return true;
       }
+      if (!indexed) {
+        index.resize(opts.size());
+        for (size_t m = 0; m < opts.size(); ++m)
+          index[m] = static_cast<uint32_t>(m);
+        indexed = true;
+      }
       std::swap(index[j], index[--live]);
     }
-    live_thread[k] = 0;
+    live_threads_mask &= ~(uint64_t{1} << k);
     --live_threads;
   }
   return false;
