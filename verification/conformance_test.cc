@@ -3,8 +3,8 @@
 // the C++20 verdict where the two differ (said at the case). A change that
 // makes the checker pass a buggy program silently, or flag a correct one,
 // fails here. See docs/verification.md, "The dialect".
-#include <cstdlib>
 #include <array>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 

@@ -2232,10 +2232,9 @@ void Engine::Discover(const Event& w, const Clock& porf_before) {
 bool Engine::ScProbe(unsigned t, const Action& a, bool keep) {
   const Pending& op = threads_[t].op;
   if (op.kind == OpKind::kResume) return true;
-  bool new_sc =
-      !MainOutsideThreads(t) &&
-      (op.mo == mo_seq_cst ||
-       (op.kind == OpKind::kCas && !a.cas_ok && op.mo_fail == mo_seq_cst));
+  bool new_sc = !MainOutsideThreads(t) &&
+                (op.mo == mo_seq_cst || (op.kind == OpKind::kCas && !a.cas_ok &&
+                                         op.mo_fail == mo_seq_cst));
   // With no SC fence, an event that is not SC adds no edge to the graph
   // (AddScEdges: its left() set is empty), so it cannot close a cycle.
   if (!NeedSc(new_sc) || (!new_sc && sc_fences_.empty())) return true;
@@ -2315,10 +2314,9 @@ void Engine::RunningOnActions(unsigned t, std::vector<Action>* out) {
   if (Deferrable(th) && k < th.prev_reads.size() &&
       th.prev_reads[k].loc == th.op.loc) {
     int rf = th.prev_reads[k].rf;
-    out->erase(std::remove_if(out->begin(), out->end(),
-                              [&](const Action& a) {
-                                return a.rf >= 0 && a.rf != rf;
-                              }),
+    out->erase(std::remove_if(
+                   out->begin(), out->end(),
+                   [&](const Action& a) { return a.rf >= 0 && a.rf != rf; }),
                out->end());
   }
 }
@@ -2536,8 +2534,7 @@ bool Engine::DrawThreadFirst(Action* out) {
   // <= 64 test threads).
   static_assert(kMaxThreads <= 65, "one bit per test thread");
   uint64_t live_threads_mask =
-      threads.size() >= 64 ? ~uint64_t{0}
-                           : (uint64_t{1} << threads.size()) - 1;
+      threads.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << threads.size()) - 1;
   size_t live_threads = threads.size();
   while (live_threads > 0) {
     size_t nth = rng_.Below(live_threads), k = 0;
@@ -3368,8 +3365,8 @@ std::string Engine::EncodeState() const {
   // v2:<stop_iteration> (r4: for a sampled run; r2: and r3: states of
   // earlier versions replay as they were recorded),
   // then the decisions taken.
-  s << (!sampling_      ? "v2:"
-        : thread_first_ ? "r4:"
+  s << (!sampling_       ? "v2:"
+        : thread_first_  ? "r4:"
         : lazy_sampling_ ? "r3:"
                          : "r2:")
     << (stop_iteration_ != 0 ? stop_iteration_
