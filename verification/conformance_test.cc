@@ -448,16 +448,25 @@ struct LostUpdate : rl::test_suite<LostUpdate, 2> {
   void after() { RL_ASSERT(n.load(rl::mo_relaxed) == 2); }
 };
 
-TEST_CASE("search: a random run's failure replays from its r4: state") {
-  rl::test_params p = Random<LostUpdate>(7);
-  REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-  REQUIRE(p.final_state.rfind("r4:", 0) == 0);
+// Replays T from a state string (the trace is printed into a discarded
+// stream).
+template <typename T>
+rl::test_params Replay(const std::string& state) {
   rl::test_params again;
   again.print_summary = false;
   std::ostringstream trace;
   again.output_stream = &trace;
-  again.initial_state = p.final_state;
-  rl::simulate<LostUpdate>(again);
+  again.initial_state = state;
+  rl::simulate<T>(again);
+  again.output_stream = nullptr;
+  return again;
+}
+
+TEST_CASE("search: a random run's failure replays from its r4: state") {
+  rl::test_params p = Random<LostUpdate>(7);
+  REQUIRE(p.test_result == rl::test_result_user_assert_failed);
+  REQUIRE(p.final_state.rfind("r4:", 0) == 0);
+  rl::test_params again = Replay<LostUpdate>(p.final_state);
   CHECK(again.test_result == rl::test_result_user_assert_failed);
   CHECK(again.stop_iteration == p.stop_iteration);
 }
@@ -487,12 +496,7 @@ TEST_CASE("search: sampled seq_cst runs replay their failure") {
     rl::test_params p = Random<ScLostUpdate>(seed);
     REQUIRE(p.test_result == rl::test_result_user_assert_failed);
     REQUIRE(p.final_state.rfind("r4:", 0) == 0);
-    rl::test_params again;
-    again.print_summary = false;
-    std::ostringstream trace;
-    again.output_stream = &trace;
-    again.initial_state = p.final_state;
-    rl::simulate<ScLostUpdate>(again);
+    rl::test_params again = Replay<ScLostUpdate>(p.final_state);
     CHECK(again.test_result == rl::test_result_user_assert_failed);
     CHECK(again.stop_iteration == p.stop_iteration);
     CHECK(again.final_state == p.final_state);
@@ -504,24 +508,16 @@ TEST_CASE("search: sampled seq_cst runs replay their failure") {
 // are the failing states of Random<LostUpdate>(7) and
 // Random<ScLostUpdate>(2) printed by that version (a893beb).
 TEST_CASE("search: r3: states of the previous version still replay") {
-  struct Case {
-    const char* state;
-    unsigned long long stop_iteration;
-  };
-  auto replay = [](auto* suite, const Case& c) {
-    using T = std::remove_pointer_t<decltype(suite)>;
-    rl::test_params again;
-    again.print_summary = false;
-    std::ostringstream trace;
-    again.output_stream = &trace;
-    again.initial_state = c.state;
-    rl::simulate<T>(again);
-    CHECK(again.test_result == rl::test_result_user_assert_failed);
-    CHECK(again.stop_iteration == c.stop_iteration);
-    CHECK(again.final_state == c.state);
-  };
-  replay(static_cast<LostUpdate*>(nullptr), {"r3:1 0 0 1 1", 1});
-  replay(static_cast<ScLostUpdate*>(nullptr), {"r3:2 2 0 2 1 1 2 0", 2});
+  const std::string lost = "r3:1 0 0 1 1";
+  rl::test_params a = Replay<LostUpdate>(lost);
+  CHECK(a.test_result == rl::test_result_user_assert_failed);
+  CHECK(a.stop_iteration == 1);
+  CHECK(a.final_state == lost);
+  const std::string sc_lost = "r3:2 2 0 2 1 1 2 0";
+  rl::test_params b = Replay<ScLostUpdate>(sc_lost);
+  CHECK(b.test_result == rl::test_result_user_assert_failed);
+  CHECK(b.stop_iteration == 2);
+  CHECK(b.final_state == sc_lost);
 }
 
 // A random run draws a thread first, each runnable one with the same
