@@ -258,7 +258,9 @@ struct Pending {
 // scheduler needs. Below() maps a draw onto [0, n) by a multiply and shift
 // (Lemire, "Fast random integer generation in an interval", 2019, without
 // the rejection step: a bias of n / 2^64), no division; n == 1 draws
-// nothing.
+// nothing. The high half of the 64x64 product is computed in 32-bit halves
+// where there is no 128-bit integer (32-bit targets): the same draws on
+// every target, so a seed's run does not depend on the target.
 class SplitMix64 {
  public:
   void seed(uint64_t s) { state_ = s; }
@@ -270,8 +272,19 @@ class SplitMix64 {
   }
   size_t Below(size_t n) {
     if (n <= 1) return 0;
-    return static_cast<size_t>(
-        (static_cast<unsigned __int128>((*this)()) * n) >> 64);
+    return static_cast<size_t>(MulHigh((*this)(), n));
+  }
+  static uint64_t MulHigh(uint64_t a, uint64_t b) {
+#ifdef __SIZEOF_INT128__
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+#else
+    const uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32;
+    const uint64_t b_lo = b & 0xffffffffu, b_hi = b >> 32;
+    const uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo;
+    const uint64_t lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
+    const uint64_t mid = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
+    return hi_hi + (hi_lo >> 32) + (mid >> 32);
+#endif
   }
 
  private:
