@@ -1737,15 +1737,17 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
 void Engine::Push(const Built& b) {
   int id = static_cast<int>(events_.size()) - 1;
   Event& e = events_.back();
-  sc_mark_.push_back({static_cast<uint32_t>(sc_sw_.size()),
-                      static_cast<uint32_t>(sc_edge_log_.size())});
   if (e.loc >= 0) {
     Loc& l = locs_[e.loc];
     l.acc.push_back(id);
     if (e.writes) {
-      l.mo.insert(l.mo.begin() + e.mo_pos, id);
-      for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
-        events_[l.mo[i]].mo_pos = static_cast<int>(i);
+      if (e.mo_pos == static_cast<int>(l.mo.size())) {
+        l.mo.push_back(id);  // the newest write: no position moves
+      } else {
+        l.mo.insert(l.mo.begin() + e.mo_pos, id);
+        for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
+          events_[l.mo[i]].mo_pos = static_cast<int>(i);
+      }
     }
     if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = id;
   }
@@ -1756,6 +1758,11 @@ void Engine::Push(const Built& b) {
 
 __attribute__((noinline)) void Engine::PushSc(int id, const Built& b) {
   Event& e = events_[id];
+  // Where Pop() and ScAcyclicAfterPush() start: only events pushed here
+  // have one (Pop() tests the same condition, which the push cannot change:
+  // an SC fence is e.sc itself).
+  sc_mark_.push_back({static_cast<uint32_t>(sc_sw_.size()),
+                      static_cast<uint32_t>(sc_edge_log_.size())});
   if (e.sc) {
     e.sc_node = static_cast<int>(sc_events_.size());
     sc_events_.push_back(id);
@@ -1769,14 +1776,16 @@ __attribute__((noinline)) void Engine::PushSc(int id, const Built& b) {
 
 void Engine::Pop() {
   Event& e = events_.back();
-  const ScMark mark = sc_mark_.back();
-  sc_mark_.pop_back();
-  sc_sw_.resize(mark.sw);
-  for (size_t i = mark.edges; i < sc_edge_log_.size(); ++i) {
-    auto [from, to] = sc_edge_log_[i];
-    sc_adj_[from * sc_words_ + to / 64] &= ~(uint64_t{1} << (to % 64));
+  if (e.sc || !sc_fences_.empty()) {  // Push() called PushSc()
+    const ScMark mark = sc_mark_.back();
+    sc_mark_.pop_back();
+    sc_sw_.resize(mark.sw);
+    for (size_t i = mark.edges; i < sc_edge_log_.size(); ++i) {
+      auto [from, to] = sc_edge_log_[i];
+      sc_adj_[from * sc_words_ + to / 64] &= ~(uint64_t{1} << (to % 64));
+    }
+    sc_edge_log_.resize(mark.edges);
   }
-  sc_edge_log_.resize(mark.edges);
   if (e.sc) {
     sc_events_.pop_back();
     sc_by_thread_[e.tid].pop_back();
@@ -2245,9 +2254,10 @@ void Engine::Discover(const Event& w, const Clock& porf_before) {
 bool Engine::ScProbe(unsigned t, const Action& a, bool keep) {
   const Pending& op = threads_[t].op;
   if (op.kind == OpKind::kResume) return true;
-  bool new_sc = !MainOutsideThreads(t) &&
-                (op.mo == mo_seq_cst || (op.kind == OpKind::kCas && !a.cas_ok &&
-                                         op.mo_fail == mo_seq_cst));
+  // Event::sc as Build() will set it (a failed CAS has its failure order).
+  const memory_order mo =
+      op.kind == OpKind::kCas && !a.cas_ok ? op.mo_fail : op.mo;
+  bool new_sc = !MainOutsideThreads(t) && mo == mo_seq_cst;
   // With no SC fence, an event that is not SC adds no edge to the graph
   // (AddScEdges: its left() set is empty), so it cannot close a cycle.
   if (!NeedSc(new_sc) || (!new_sc && sc_fences_.empty())) return true;
