@@ -256,9 +256,10 @@ TEST_CASE("spin: a bounded spin reaches its slow path") {
 struct TasThenSlow : rl::test_suite<TasThenSlow, 2> {
   rl::atomic<int> lock{0};
   void thread(unsigned i) {
-    // Each release store of 0 pairs with the other thread's acquire
-    // exchange that reads it (lock hand-over).
     if (i == 0) {
+      // Pairs with: the release store of 0 pairs with thread 1's acquire
+      // exchange that reads it, and this acquire exchange with thread 1's
+      // release store of 0 (lock hand-over).
       if (lock.exchange(1, rl::mo_acquire) == 0) lock.store(0, rl::mo_release);
       return;
     }

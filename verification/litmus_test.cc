@@ -113,6 +113,9 @@ template <typename Base>
 struct MainScSuite
     : rl::test_suite<MainScSuite<Base>, Base::params::thread_count> {
   Base inner;
+  // These seq_cst stores, loads and fences pair with nothing in the test
+  // threads: before() happens before them and they happen before after()
+  // through thread start and join; they only add SC events outside them.
   void before() {
     inner.x.store(0, kSc);
     inner.y.store(0, kSc);

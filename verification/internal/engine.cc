@@ -571,9 +571,27 @@ class Engine {
   bool kept_probe_ = false;
   bool DrawSampled(size_t* idx);
   bool DrawThreadFirst(Action* out);
+  bool DrawAllowed(size_t* idx);
+  // A decision among n options: the replayed index (0 without a choice or
+  // past the record), recorded again (RecordTaken).
+  size_t TakeReplayed(size_t n);
+  void RecordTaken(size_t n, size_t idx) {
+    if (n > 1) taken_.push_back(static_cast<unsigned>(idx));
+  }
+  // The schedulable thread running on through identical spin iterations
+  // (it goes first and alone), or -1.
+  int RunningOnThread() const {
+    for (unsigned t = 0; t < n_; ++t)
+      if (Schedulable(t) && threads_[t].continuing != 0)
+        return static_cast<int>(t);
+    return -1;
+  }
   void RunningOnActions(unsigned t, std::vector<Action>* out);
   void RunningOnOrAll(unsigned t, std::vector<Action>* out);
   void AlternativesForTrace(const Action& taken);
+  // Thread t's event for action a, at the end of events_ and in the graph:
+  // the probe ScAllows() kept (kept_probe_), else built and pushed now.
+  void PlaceEvent(unsigned t, const Action& a, Built& b);
   bool Schedulable(unsigned t) const {
     const ThreadState& th = threads_[t];
     return th.started && !th.finished && !th.blocked && th.pending;
@@ -607,6 +625,12 @@ class Engine {
   void Commit(unsigned t, const Built& b);
   int SpinSource(const Event& e) const;  // SpinRead::rf of a read
   bool NeedSc(bool new_sc) const { return sc_events_.size() + new_sc >= 2; }
+  // Push() gives e SC-graph state (PushSc: a mark, maybe a node and edges):
+  // an SC event, or any event once an SC fence exists (AddScEdges). Pop()
+  // tests the same; pushing e cannot change it (an SC fence is e.sc).
+  bool TouchesScGraph(const Event& e) const {
+    return e.sc || !sc_fences_.empty();
+  }
   // The main thread runs only while no test thread runs: before the first
   // starts (constructor, before()) and after all have ended (after(),
   // destructor; invariant() makes no events). Its seq_cst operations are
@@ -701,8 +725,7 @@ class Engine {
   // decision draws a thread, then one of its actions (DrawThreadFirst).
   bool thread_first_ = false;
   std::vector<unsigned> scratch_threads_;
-  std::vector<uint8_t> scratch_dead_;
-  std::vector<uint32_t> scratch_live_;
+  std::vector<uint32_t> scratch_index_;  // DrawAllowed()
   std::vector<Choice> stack_;
   size_t pos_ = 0;
   std::vector<unsigned> replay_;
@@ -1751,16 +1774,13 @@ void Engine::Push(const Built& b) {
     }
     if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = id;
   }
-  // A non-SC event adds SC edges only through an SC fence (AddScEdges).
-  if (e.sc || !sc_fences_.empty()) [[unlikely]]
+  if (TouchesScGraph(e)) [[unlikely]]
     PushSc(id, b);
 }
 
 __attribute__((noinline)) void Engine::PushSc(int id, const Built& b) {
   Event& e = events_[id];
-  // Where Pop() and ScAcyclicAfterPush() start: only events pushed here
-  // have one (Pop() tests the same condition, which the push cannot change:
-  // an SC fence is e.sc itself).
+  // Where Pop() and ScAcyclicAfterPush() start (TouchesScGraph()).
   sc_mark_.push_back({static_cast<uint32_t>(sc_sw_.size()),
                       static_cast<uint32_t>(sc_edge_log_.size())});
   if (e.sc) {
@@ -1776,7 +1796,7 @@ __attribute__((noinline)) void Engine::PushSc(int id, const Built& b) {
 
 void Engine::Pop() {
   Event& e = events_.back();
-  if (e.sc || !sc_fences_.empty()) {  // Push() called PushSc()
+  if (TouchesScGraph(e)) {  // Push() called PushSc()
     const ScMark mark = sc_mark_.back();
     sc_mark_.pop_back();
     sc_sw_.resize(mark.sw);
@@ -2348,9 +2368,8 @@ void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
   // A thread running on through identical spin iterations goes first and
   // alone: its reads are fixed, so where other threads' steps fall is the
   // business of the branch in which it waited.
-  for (unsigned t = 0; t < n_; ++t) {
-    if (!Schedulable(t) || threads_[t].continuing == 0) continue;
-    RunningOnActions(t, out);
+  if (const int t = RunningOnThread(); t >= 0) {
+    RunningOnActions(static_cast<unsigned>(t), out);
     if (segs != nullptr) segs->push_back(static_cast<uint32_t>(out->size()));
     return;
   }
@@ -2374,7 +2393,7 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   std::vector<uint32_t>& segs = scratch_segs_;
   opts.clear();
   segs.clear();
-  // A sampled run (r3) enumerates the coherent actions without the SC
+  // A sampled run (r3, r4) enumerates the coherent actions without the SC
   // probe and probes only the one it draws (ScAllows), drawing again
   // without it if the SC order forbids it: the same distribution as
   // drawing among the SC-consistent actions, without probing them all.
@@ -2388,7 +2407,6 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
     EnumSched(&opts, &segs);
   } else if (kind == DecideKind::kMain) {
     ActionsFor(n_, &opts);
-    segs.push_back(static_cast<uint32_t>(opts.size()));
   } else {
     for (unsigned i = 0; i < rand_limit; ++i) {
       Action a;
@@ -2424,21 +2442,13 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   bool sched = kind != DecideKind::kRand;
   if (lazy_sampling_ && sched) {
     if (!DrawSampled(&idx)) return false;
-  } else if (opts.size() > 1) {
-    if (mode_ == Mode::kRandom) {
-      idx = rng_.Below(opts.size());
-      if (kind == DecideKind::kSched && segs.size() > 1) {
-        // A thread first, each with the same chance (as Relacy's random
-        // scheduler), then one of its actions: a thread with many readable
-        // writes is not run more often than one with a single action.
-        size_t k = rng_.Below(segs.size());
-        size_t lo = k == 0 ? 0 : segs[k - 1];
-        if (segs[k] > lo) idx = lo + rng_.Below(segs[k] - lo);
-      }
-    } else if (replay_pos_ < replay_.size()) {
-      idx = std::min<size_t>(replay_[replay_pos_++], opts.size() - 1);
-    }
-    taken_.push_back(static_cast<unsigned>(idx));
+  } else if (mode_ == Mode::kRandom) {
+    // An rl::rand value: a random run samples (lazy_sampling_), so its
+    // scheduling and main-thread decisions were drawn above.
+    idx = rng_.Below(opts.size());
+    RecordTaken(opts.size(), idx);
+  } else {
+    idx = TakeReplayed(opts.size());
   }
   *out = opts[idx];
   if (sched) AlternativesForTrace(*out);
@@ -2458,54 +2468,57 @@ void Engine::AlternativesForTrace(const Action& taken) {
       alts_[id].push_back(a.rf);
 }
 
-// A sampled run's scheduling decision over scratch_opts_ (all coherent
-// actions, per thread in scratch_segs_): a thread with an action the SC
-// order allows, each with the same chance, then one such action of it
-// (as Relacy's random scheduler). Actions are probed only when drawn. The
-// recorded index is into the unprobed list, so a replay takes it without
-// probing anything.
+// A sampled decision over scratch_opts_ (not r4's scheduling ones, see
+// DrawThreadFirst): a random run's main-thread operation, drawn among its
+// actions; or the replay of an r3 state, whose scheduling decisions index
+// all threads' unprobed actions together (as EnumSched lists them). A
+// replay takes the recorded index without probing anything.
 bool Engine::DrawSampled(size_t* idx) {
-  std::vector<Action>& opts = scratch_opts_;
-  std::vector<uint32_t>& segs = scratch_segs_;
-  if (mode_ != Mode::kRandom) {  // replay
-    *idx = 0;
-    if (opts.size() > 1 && replay_pos_ < replay_.size())
-      *idx = std::min<size_t>(replay_[replay_pos_++], opts.size() - 1);
-    if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(*idx));
+  if (mode_ != Mode::kRandom) {
+    *idx = TakeReplayed(scratch_opts_.size());
     return true;
   }
-  // Probed and refused actions; cleared only once one is refused (the
-  // first draw usually stands).
-  std::vector<uint8_t>& dead = scratch_dead_;
-  bool any_dead = false;
-  // Live actions per thread segment.
-  std::vector<uint32_t>& live = scratch_live_;
-  live.resize(segs.size());
-  size_t live_threads = 0;
-  for (size_t k = 0; k < segs.size(); ++k) {
-    live[k] = segs[k] - (k == 0 ? 0 : segs[k - 1]);
-    if (live[k] > 0) ++live_threads;
-  }
-  while (live_threads > 0) {
-    size_t pick = rng_.Below(live_threads), k = 0;
-    for (;; ++k)
-      if (live[k] > 0 && pick-- == 0) break;
-    const size_t lo = k == 0 ? 0 : segs[k - 1];
-    size_t nth = rng_.Below(live[k]), i = lo + nth;
-    if (any_dead)
-      for (i = lo;; ++i)
-        if (!dead[i] && nth-- == 0) break;
-    // The drawn action is applied at once (RunOne: Decide, Apply; the main
-    // thread's Op() likewise), so its probe can stay as the event.
+  if (!DrawAllowed(idx)) return false;
+  RecordTaken(scratch_opts_.size(), *idx);
+  return true;
+}
+
+size_t Engine::TakeReplayed(size_t n) {
+  size_t idx = 0;
+  if (n > 1 && replay_pos_ < replay_.size())
+    idx = std::min<size_t>(replay_[replay_pos_++], n - 1);
+  RecordTaken(n, idx);
+  return idx;
+}
+
+// Draws one of scratch_opts_, each with the same chance, probing only the
+// drawn one against the SC order; a refused one is dropped and another
+// drawn, so the result is uniform among the allowed ones. The drawn action
+// is applied at once (RunOne: Decide, Apply; the main thread's Op()
+// likewise), so its probe stays as the event (kept_probe_). False if every
+// action is refused. Forced inline: as a call it cost 2.6% of a random run
+// of the seqcount port (callgrind).
+__attribute__((always_inline)) inline bool Engine::DrawAllowed(size_t* idx) {
+  const std::vector<Action>& opts = scratch_opts_;
+  // Drawable actions are the first `live` of `index` (the identity until
+  // one is refused: then it is filled and the refused one swapped past the
+  // end).
+  std::vector<uint32_t>& index = scratch_index_;
+  bool indexed = false;
+  for (size_t live = opts.size(); live > 0;) {
+    const size_t j = rng_.Below(live);
+    const size_t i = indexed ? index[j] : j;
     if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i], true)) {
       *idx = i;
-      if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
       return true;
     }
-    if (!any_dead) dead.assign(opts.size(), 0);
-    any_dead = true;
-    dead[i] = 1;
-    if (--live[k] == 0) --live_threads;
+    if (!indexed) {
+      index.resize(opts.size());
+      for (size_t m = 0; m < opts.size(); ++m)
+        index[m] = static_cast<uint32_t>(m);
+      indexed = true;
+    }
+    std::swap(index[j], index[--live]);
   }
   return false;
 }
@@ -2525,31 +2538,20 @@ bool Engine::DrawSampled(size_t* idx) {
 bool Engine::DrawThreadFirst(Action* out) {
   std::vector<unsigned>& threads = scratch_threads_;
   threads.clear();
-  for (unsigned t = 0; t < n_; ++t) {
-    if (!Schedulable(t)) continue;
-    if (threads_[t].continuing != 0) {  // runs on first and alone
-      threads.assign(1, t);
-      break;
-    }
-    threads.push_back(t);
+  if (const int r = RunningOnThread(); r >= 0) {
+    threads.push_back(static_cast<unsigned>(r));
+  } else {
+    for (unsigned t = 0; t < n_; ++t)
+      if (Schedulable(t)) threads.push_back(t);
   }
   std::vector<Action>& opts = scratch_opts_;
-  auto replayed = [&](size_t n) -> size_t {
-    size_t v = 0;
-    if (n > 1 && replay_pos_ < replay_.size())
-      v = std::min<size_t>(replay_[replay_pos_++], n - 1);
-    return v;
-  };
   if (mode_ != Mode::kRandom) {  // replay
     if (threads.empty()) return false;
-    size_t k = replayed(threads.size());
-    if (threads.size() > 1) taken_.push_back(static_cast<unsigned>(k));
+    const size_t k = TakeReplayed(threads.size());
     opts.clear();
     RunningOnOrAll(threads[k], &opts);
     if (opts.empty()) return false;
-    size_t i = replayed(opts.size());
-    if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
-    *out = opts[i];
+    *out = opts[TakeReplayed(opts.size())];
     AlternativesForTrace(*out);
     return true;
   }
@@ -2565,29 +2567,12 @@ bool Engine::DrawThreadFirst(Action* out) {
       if (((live_threads_mask >> k) & 1) != 0 && nth-- == 0) break;
     opts.clear();
     RunningOnOrAll(threads[k], &opts);
-    // Drawable actions are the first `live` of `index` (the identity until
-    // one is refused: then it is filled and the refused one swapped past
-    // the end).
-    std::vector<uint32_t>& index = scratch_live_;
-    bool indexed = false;
-    for (size_t live = opts.size(); live > 0;) {
-      const size_t j = rng_.Below(live);
-      const size_t i = indexed ? index[j] : j;
-      const Action& a = opts[i];
-      // Applied at once (RunOne: Decide, Apply): the probe stays as the event.
-      if (ScAllows(static_cast<unsigned>(a.tid), a, true)) {
-        if (threads.size() > 1) taken_.push_back(static_cast<unsigned>(k));
-        if (opts.size() > 1) taken_.push_back(static_cast<unsigned>(i));
-        *out = a;
-        return true;
-      }
-      if (!indexed) {
-        index.resize(opts.size());
-        for (size_t m = 0; m < opts.size(); ++m)
-          index[m] = static_cast<uint32_t>(m);
-        indexed = true;
-      }
-      std::swap(index[j], index[--live]);
+    size_t i;
+    if (DrawAllowed(&i)) {
+      RecordTaken(threads.size(), k);
+      RecordTaken(opts.size(), i);
+      *out = opts[i];
+      return true;
     }
     live_threads_mask &= ~(uint64_t{1} << k);
     --live_threads;
@@ -2600,6 +2585,16 @@ void Engine::RunningOnOrAll(unsigned t, std::vector<Action>* out) {
     RunningOnActions(t, out);
   else
     ActionsFor(t, out);
+}
+
+inline void Engine::PlaceEvent(unsigned t, const Action& a, Built& b) {
+  if (kept_probe_) {  // the drawn action's probe, already in the graph
+    kept_probe_ = false;
+    std::swap(b, probe_);
+    return;
+  }
+  Build(t, threads_[t].op, a, NewEvent(), b);
+  Push(b);
 }
 
 void Engine::Apply(const Action& a) {
@@ -2622,15 +2617,7 @@ void Engine::Apply(const Action& a) {
   th.pending = false;
   if (th.op.kind != OpKind::kResume) {
     Built& b = built_;
-    if (kept_probe_) {
-      // DrawSampled() left the drawn action's probe in the graph: it is
-      // this very event.
-      kept_probe_ = false;
-      std::swap(b, probe_);
-    } else {
-      Build(t, th.op, a, NewEvent(), b);
-      Push(b);
-    }
+    PlaceEvent(t, a, b);
     if (mode_ == Mode::kDfs && last_choice_ >= 0) {
       stack_[last_choice_].ev = static_cast<int>(events_.size()) - 1;
       events_.back().choice = last_choice_;
@@ -2718,13 +2705,7 @@ uint64_t Engine::Op(Pending op) {
     if (!Decide(DecideKind::kMain, 0, &a)) Prune();
     th.pending = false;
     Built& b = built_;
-    if (kept_probe_) {  // DrawSampled() left it in the graph: this event
-      kept_probe_ = false;
-      std::swap(b, probe_);
-    } else {
-      Build(n_, th.op, a, NewEvent(), b);
-      Push(b);
-    }
+    PlaceEvent(n_, a, b);
     Commit(n_, b);
     th.result = events_.back().reads ? events_.back().rval : 0;
     th.cas_ok = events_.back().kind == Kind::kRmw;
