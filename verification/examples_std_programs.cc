@@ -39,10 +39,13 @@ static_assert(ParamsCount::params::static_thread_count == 3 &&
               ParamsCount::params::thread_count == 3 &&
               ParamsCount::params::expected_result == rl::test_result_success);
 
-// A 16-byte atomic value: a counter and a tag pointer, compared and added
-// with its own operators (Relacy's proxy_collector anchor has this shape).
+// An atomic value wider than the engine's 8-byte word: a counter and a tag
+// pointer, compared and added with its own operators (Relacy's
+// proxy_collector anchor has this shape). The counter is 64-bit so the value
+// is wider than 8 bytes on 32-bit targets too (12 bytes on i686, 16 on
+// x86_64 and armhf).
 struct Anchor {
-  int count;
+  int64_t count;
   void* tag;
   bool operator==(const Anchor& o) const {
     return count == o.count && tag == o.tag;
