@@ -556,6 +556,7 @@ class Engine {
     return DecideNew(kind, rand_limit, out);
   }
   bool DecideNew(DecideKind kind, unsigned rand_limit, Action* out);
+  bool MainOnlyAction(const Pending& op, Action* out);
   void EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs);
   void Discover(const Event& w, const Clock& porf_before);
   void ActionsFor(unsigned t, std::vector<Action>* out);
@@ -2538,11 +2539,15 @@ __attribute__((always_inline)) inline bool Engine::DrawAllowed(size_t* idx) {
 bool Engine::DrawThreadFirst(Action* out) {
   std::vector<unsigned>& threads = scratch_threads_;
   threads.clear();
-  if (const int r = RunningOnThread(); r >= 0) {
-    threads.push_back(static_cast<unsigned>(r));
-  } else {
-    for (unsigned t = 0; t < n_; ++t)
-      if (Schedulable(t)) threads.push_back(t);
+  // The schedulable threads, or only the one running on (RunningOnThread(),
+  // in the same pass).
+  for (unsigned t = 0; t < n_; ++t) {
+    if (!Schedulable(t)) continue;
+    if (threads_[t].continuing != 0) {
+      threads.assign(1, t);
+      break;
+    }
+    threads.push_back(t);
   }
   std::vector<Action>& opts = scratch_opts_;
   if (mode_ != Mode::kRandom) {  // replay
@@ -2587,7 +2592,9 @@ void Engine::RunningOnOrAll(unsigned t, std::vector<Action>* out) {
     ActionsFor(t, out);
 }
 
-inline void Engine::PlaceEvent(unsigned t, const Action& a, Built& b) {
+__attribute__((always_inline)) inline void Engine::PlaceEvent(unsigned t,
+                                                         const Action& a,
+                                                         Built& b) {
   if (kept_probe_) {  // the drawn action's probe, already in the graph
     kept_probe_ = false;
     std::swap(b, probe_);
@@ -2700,9 +2707,11 @@ uint64_t Engine::Op(Pending op) {
   if (in_thread_) {
     SwitchToScheduler();
   } else {
-    // Main context (constructor, before, after): decide inline.
+    // Main context (constructor, before, after): decide inline; most
+    // operations here have one coherent action and decide nothing.
     Action a;
-    if (!Decide(DecideKind::kMain, 0, &a)) Prune();
+    if (!MainOnlyAction(op, &a) && !Decide(DecideKind::kMain, 0, &a))
+      Prune();
     th.pending = false;
     Built& b = built_;
     PlaceEvent(n_, a, b);
@@ -2712,6 +2721,44 @@ uint64_t Engine::Op(Pending op) {
     if (failed_) throw AbortExecution();
   }
   return th.result;
+}
+
+// The main thread runs only while no test thread runs (MainOutsideThreads):
+// every event of the execution happens before its operation, so a read's
+// only coherent write is the last in modification order and a store's only
+// place is after it (read-read, write-read and write-write coherence), and
+// the operation lies on no SC-order cycle. One action, nothing to decide,
+// record or probe, except for a weak CAS that may also fail spuriously (two
+// actions: decided as any other). Checked against ActionsFor() under
+// RL_SC_CHECK.
+bool Engine::MainOnlyAction(const Pending& op, Action* out) {
+  if (op.kind == OpKind::kCas && op.weak && p_.spurious_cas_failures &&
+      threads_[n_].spurious_loc != op.loc)
+    return false;
+  const Loc& l = locs_[op.loc];
+  Action a;
+  a.tid = static_cast<int>(n_);
+  if (op.kind == OpKind::kStore) {
+    a.pos = static_cast<int>(l.mo.size());
+  } else {
+    a.rf = l.mo.back();
+    if (op.kind == OpKind::kCas) a.cas_ok = events_[a.rf].wval == op.expected;
+  }
+  *out = a;
+#ifdef RL_SC_CHECK
+  std::vector<Action> all;
+  lazy_probe_ = false;
+  ActionsFor(n_, &all);
+  if (all.size() != 1 || all[0].rf != a.rf || all[0].pos != a.pos ||
+      all[0].cas_ok != a.cas_ok) {
+    std::fprintf(stderr,
+                 "RL_SC_CHECK: the main thread's operation on %s has %zu "
+                 "coherent actions, not the one MainOnlyAction() took\n",
+                 LocStr(op.loc).c_str(), all.size());
+    std::abort();
+  }
+#endif
+  return true;
 }
 
 void Engine::Fence(memory_order mo, const debug_info& info) {
