@@ -572,7 +572,19 @@ class Engine {
   bool kept_probe_ = false;
   bool DrawSampled(size_t* idx);
   bool DrawThreadFirst(Action* out);
-  bool DrawAllowed(size_t* idx);
+  bool DrawAllowed(size_t* idx, size_t refused = kNoneRefused);
+  static constexpr size_t kNoneRefused = ~size_t{0};
+  // ActionsFor()'s actions of a load, store or RMW without listing them.
+  struct DirectRange {
+    int lb = 0;    // ReadLowerBound() or WriteLowerBound()
+    size_t n = 0;  // how many actions ActionsFor() lists
+  };
+  bool DirectActions(unsigned t, DirectRange* r) const;
+  Action DirectAction(unsigned t, const DirectRange& r, size_t j) const;
+#ifdef RL_SC_CHECK
+  void CrossCheckDirect(unsigned t, const DirectRange& r, size_t j,
+                        const Action& a);
+#endif
   // A decision among n options: the replayed index (0 without a choice or
   // past the record), recorded again (RecordTaken).
   size_t TakeReplayed(size_t n);
@@ -2349,6 +2361,79 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
   }
 }
 
+// The actions ActionsFor(t) would list for a load, store or RMW, as a range:
+// false for any other operation (a CAS: success, failure and spurious
+// failure per write) or under a deferral constraint (exhaustive search).
+bool Engine::DirectActions(unsigned t, DirectRange* r) const {
+  const ThreadState& th = threads_[t];
+  const Pending& op = th.op;
+  if (th.constraint != 0) return false;
+  const Loc& l = locs_[op.loc];
+  const int size = static_cast<int>(l.mo.size());
+  switch (op.kind) {
+    case OpKind::kLoad:
+      r->lb = ReadLowerBound(op.loc, th.clock);
+      r->n = static_cast<size_t>(size - r->lb);
+      return true;
+    case OpKind::kStore:  // after any write no RMW has read
+      r->lb = WriteLowerBound(op.loc, th.clock);
+      r->n = 0;
+      for (int p = r->lb; p <= size; ++p)
+        r->n += events_[l.mo[p - 1]].rmw_reader < 0;
+      return true;
+    case OpKind::kRmw:  // reads any write no RMW has read
+      r->lb = ReadLowerBound(op.loc, th.clock);
+      r->n = 0;
+      for (int p = r->lb; p < size; ++p)
+        r->n += events_[l.mo[p]].rmw_reader < 0;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The j-th action of DirectActions()'s range, in ActionsFor()'s order
+// (stores oldest position first, reads newest write first), so a replay,
+// which lists them, takes the same action for the recorded index.
+Action Engine::DirectAction(unsigned t, const DirectRange& r, size_t j) const {
+  const Pending& op = threads_[t].op;
+  const Loc& l = locs_[op.loc];
+  Action a;
+  a.tid = static_cast<int>(t);
+  int p;
+  if (op.kind == OpKind::kStore) {
+    for (p = r.lb;; ++p)
+      if (events_[l.mo[p - 1]].rmw_reader < 0 && j-- == 0) break;
+    a.pos = p;
+    return a;
+  }
+  for (p = static_cast<int>(l.mo.size()) - 1;; --p)
+    if ((op.kind == OpKind::kLoad || events_[l.mo[p]].rmw_reader < 0) &&
+        j-- == 0)
+      break;
+  a.rf = l.mo[p];
+  return a;
+}
+
+#ifdef RL_SC_CHECK
+// The direct draw must take the action a listing would have at index j.
+void Engine::CrossCheckDirect(unsigned t, const DirectRange& r, size_t j,
+                              const Action& a) {
+  std::vector<Action> all;
+  const bool lazy = lazy_probe_;
+  lazy_probe_ = true;  // list without probing, as a sampled run does
+  ActionsFor(t, &all);
+  lazy_probe_ = lazy;
+  if (all.size() != r.n || all[j].rf != a.rf || all[j].pos != a.pos) {
+    std::fprintf(stderr,
+                 "RL_SC_CHECK: thread %u's direct draw took action %zu of "
+                 "%zu, not what ActionsFor() lists (%zu actions)\n",
+                 t, j, r.n, all.size());
+    std::abort();
+  }
+}
+#endif
+
 // The actions of a thread running on through identical spin iterations:
 // each read reads what the same read of the previous iteration read.
 void Engine::RunningOnActions(unsigned t, std::vector<Action>* out) {
@@ -2499,14 +2584,25 @@ size_t Engine::TakeReplayed(size_t n) {
 // likewise), so its probe stays as the event (kept_probe_). False if every
 // action is refused. Forced inline: as a call it cost 2.6% of a random run
 // of the seqcount port (callgrind).
-__attribute__((always_inline)) inline bool Engine::DrawAllowed(size_t* idx) {
+// `refused`: the index of an action already drawn and refused (by
+// DrawThreadFirst's direct draw), which continues as if drawn here.
+__attribute__((always_inline)) inline bool Engine::DrawAllowed(
+    size_t* idx, size_t refused) {
   const std::vector<Action>& opts = scratch_opts_;
   // Drawable actions are the first `live` of `index` (the identity until
   // one is refused: then it is filled and the refused one swapped past the
   // end).
   std::vector<uint32_t>& index = scratch_index_;
   bool indexed = false;
-  for (size_t live = opts.size(); live > 0;) {
+  size_t live = opts.size();
+  if (refused != kNoneRefused) {
+    index.resize(opts.size());
+    for (size_t m = 0; m < opts.size(); ++m)
+      index[m] = static_cast<uint32_t>(m);
+    indexed = true;
+    std::swap(index[refused], index[--live]);
+  }
+  while (live > 0) {
     const size_t j = rng_.Below(live);
     const size_t i = indexed ? index[j] : j;
     if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i], true)) {
@@ -2570,10 +2666,34 @@ bool Engine::DrawThreadFirst(Action* out) {
     size_t nth = rng_.Below(live_threads), k = 0;
     for (;; ++k)
       if (((live_threads_mask >> k) & 1) != 0 && nth-- == 0) break;
-    opts.clear();
-    RunningOnOrAll(threads[k], &opts);
+    const unsigned t = threads[k];
     size_t i;
-    if (DrawAllowed(&i)) {
+    bool drawn;
+    if (DirectRange r; threads_[t].continuing == 0 && DirectActions(t, &r)) {
+      // A load, store or RMW: its actions are a range of positions in the
+      // modification order, so the one drawn is computed without listing
+      // them (the same draw as DrawAllowed's first). Listed only if the SC
+      // order refuses it.
+      const size_t j = rng_.Below(r.n);
+      const Action a = DirectAction(t, r, j);
+#ifdef RL_SC_CHECK
+      CrossCheckDirect(t, r, j, a);
+#endif
+      if (ScAllows(t, a, true)) {
+        RecordTaken(threads.size(), k);
+        RecordTaken(r.n, j);
+        *out = a;
+        return true;
+      }
+      opts.clear();
+      ActionsFor(t, &opts);
+      drawn = DrawAllowed(&i, j);
+    } else {
+      opts.clear();
+      RunningOnOrAll(t, &opts);
+      drawn = DrawAllowed(&i);
+    }
+    if (drawn) {
       RecordTaken(threads.size(), k);
       RecordTaken(opts.size(), i);
       *out = opts[i];
