@@ -619,8 +619,13 @@ class Engine {
   bool Hb(int e, const Clock& c) const {
     return c.get(events_[e].tid) >= events_[e].idx;
   }
-  int ReadLowerBound(int loc, const Clock& c) const;
-  int WriteLowerBound(int loc, const Clock& c) const;
+  int SeenPosition(int loc, const Clock& c) const;
+  int ReadLowerBound(int loc, const Clock& c) const {
+    return SeenPosition(loc, c);
+  }
+  int WriteLowerBound(int loc, const Clock& c) const {
+    return SeenPosition(loc, c) + 1;
+  }
   // Builds thread t's event for op and action a into e (fresh, already at
   // the end of events_) and b (its capacity reused).
   void Build(unsigned t, const Pending& op, const Action& a, Event& e,
@@ -1629,26 +1634,24 @@ void Engine::Prune() {
 
 // ---------------------------------------------------------------- graph
 
-int Engine::ReadLowerBound(int loc, const Clock& c) const {
-  int lb = 0;
-  for (int e : locs_[loc].acc) {
-    if (!Hb(e, c)) continue;
-    const Event& ev = events_[e];
-    if (ev.writes) lb = std::max(lb, ev.mo_pos);
-    if (ev.reads) lb = std::max(lb, events_[ev.rf].mo_pos);
+// The modification-order position of the latest write seen (written, or
+// read from) by an access to loc that happens before clock c: a read with
+// clock c reads there or later, a store goes after it (coherence). Scanned
+// newest access first, ending once the newest write is seen (nothing can
+// raise the bound further): a thread that has just accessed the location
+// usually has.
+int Engine::SeenPosition(int loc, const Clock& c) const {
+  const Loc& l = locs_[loc];
+  const int newest = static_cast<int>(l.mo.size()) - 1;
+  int seen = 0;
+  for (auto it = l.acc.rbegin(); it != l.acc.rend(); ++it) {
+    const Event& ev = events_[*it];
+    if (c.get(ev.tid) < ev.idx) continue;  // !Hb(*it, c)
+    if (ev.writes) seen = std::max(seen, ev.mo_pos);
+    if (ev.reads) seen = std::max(seen, events_[ev.rf].mo_pos);
+    if (seen == newest) break;
   }
-  return lb;
-}
-
-int Engine::WriteLowerBound(int loc, const Clock& c) const {
-  int lb = 1;
-  for (int e : locs_[loc].acc) {
-    if (!Hb(e, c)) continue;
-    const Event& ev = events_[e];
-    if (ev.writes) lb = std::max(lb, ev.mo_pos + 1);
-    if (ev.reads) lb = std::max(lb, events_[ev.rf].mo_pos + 1);
-  }
-  return lb;
+  return seen;
 }
 
 uint64_t Engine::Compute(RmwOp op, uint64_t a, uint64_t b,
