@@ -2371,6 +2371,10 @@ bool Engine::DirectActions(unsigned t, DirectRange* r) const {
   const ThreadState& th = threads_[t];
   const Pending& op = th.op;
   if (th.constraint != 0) return false;
+  // Only a load, store or RMW names a location (a resumption does not).
+  if (op.kind != OpKind::kLoad && op.kind != OpKind::kStore &&
+      op.kind != OpKind::kRmw)
+    return false;
   const Loc& l = locs_[op.loc];
   const int size = static_cast<int>(l.mo.size());
   switch (op.kind) {
