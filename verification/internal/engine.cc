@@ -2602,20 +2602,8 @@ __attribute__((always_inline)) inline bool Engine::DrawAllowed(
   std::vector<uint32_t>& index = scratch_index_;
   bool indexed = false;
   size_t live = opts.size();
-  if (refused != kNoneRefused) {
-    index.resize(opts.size());
-    for (size_t m = 0; m < opts.size(); ++m)
-      index[m] = static_cast<uint32_t>(m);
-    indexed = true;
-    std::swap(index[refused], index[--live]);
-  }
-  while (live > 0) {
-    const size_t j = rng_.Below(live);
-    const size_t i = indexed ? index[j] : j;
-    if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i], true)) {
-      *idx = i;
-      return true;
-    }
+  // Drops the action at position j of the drawable ones.
+  auto drop = [&](size_t j) {
     if (!indexed) {
       index.resize(opts.size());
       for (size_t m = 0; m < opts.size(); ++m)
@@ -2623,6 +2611,16 @@ __attribute__((always_inline)) inline bool Engine::DrawAllowed(
       indexed = true;
     }
     std::swap(index[j], index[--live]);
+  };
+  if (refused != kNoneRefused) drop(refused);
+  while (live > 0) {
+    const size_t j = rng_.Below(live);
+    const size_t i = indexed ? index[j] : j;
+    if (ScAllows(static_cast<unsigned>(opts[i].tid), opts[i], true)) {
+      *idx = i;
+      return true;
+    }
+    drop(j);
   }
   return false;
 }
