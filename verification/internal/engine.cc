@@ -584,6 +584,17 @@ class Engine {
     size_t n = 0;  // how many actions ActionsFor() lists
   };
   bool DirectActions(unsigned t, DirectRange* r) const;
+  // The range rules ActionsFor(), DirectActions() and DirectAction() share.
+  // A store may go at position p (1..size) of l's modification order
+  // unless an RMW read the write before it (atomicity).
+  bool StorePosOpen(const Loc& l, int p) const {
+    return events_[l.mo[p - 1]].rmw_reader < 0;
+  }
+  // A load reads any write from the lower bound on; an RMW only a write no
+  // RMW has read yet (atomicity).
+  bool ReadableBy(OpKind kind, const Event& w) const {
+    return kind != OpKind::kRmw || w.rmw_reader < 0;
+  }
   Action DirectAction(unsigned t, const DirectRange& r, size_t j) const;
 #ifdef RL_SC_CHECK
   void CrossCheckDirect(unsigned t, const DirectRange& r, size_t j,
@@ -2348,7 +2359,7 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
   if (op.kind == OpKind::kStore) {
     int lb = WriteLowerBound(op.loc, th.clock);
     for (int p = lb; p <= static_cast<int>(l.mo.size()); ++p) {
-      if (events_[l.mo[p - 1]].rmw_reader >= 0) continue;  // atomicity
+      if (!StorePosOpen(l, p)) continue;
       Action a;
       a.tid = static_cast<int>(t);
       a.pos = p;
@@ -2366,7 +2377,7 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
     a.tid = static_cast<int>(t);
     a.rf = w;
     if (op.kind == OpKind::kRmw) {
-      if (W.rmw_reader >= 0) continue;
+      if (!ReadableBy(op.kind, W)) continue;
     } else if (op.kind == OpKind::kCas) {
       a.cas_ok = W.wval == op.expected;
       if (a.cas_ok && W.rmw_reader >= 0) {
@@ -2401,21 +2412,20 @@ bool Engine::DirectActions(unsigned t, DirectRange* r) const {
   const Loc& l = locs_[op.loc];
   const int size = static_cast<int>(l.mo.size());
   switch (op.kind) {
-    case OpKind::kLoad:
+    case OpKind::kLoad:  // every write from the lower bound on
       r->lb = ReadLowerBound(op.loc, th.clock);
       r->n = static_cast<size_t>(size - r->lb);
       return true;
-    case OpKind::kStore:  // after any write no RMW has read
+    case OpKind::kStore:
       r->lb = WriteLowerBound(op.loc, th.clock);
       r->n = 0;
-      for (int p = r->lb; p <= size; ++p)
-        r->n += events_[l.mo[p - 1]].rmw_reader < 0;
+      for (int p = r->lb; p <= size; ++p) r->n += StorePosOpen(l, p);
       return true;
-    case OpKind::kRmw:  // reads any write no RMW has read
+    case OpKind::kRmw:
       r->lb = ReadLowerBound(op.loc, th.clock);
       r->n = 0;
       for (int p = r->lb; p < size; ++p)
-        r->n += events_[l.mo[p]].rmw_reader < 0;
+        r->n += ReadableBy(op.kind, events_[l.mo[p]]);
       return true;
     default:
       return false;
@@ -2433,14 +2443,12 @@ Action Engine::DirectAction(unsigned t, const DirectRange& r, size_t j) const {
   int p;
   if (op.kind == OpKind::kStore) {
     for (p = r.lb;; ++p)
-      if (events_[l.mo[p - 1]].rmw_reader < 0 && j-- == 0) break;
+      if (StorePosOpen(l, p) && j-- == 0) break;
     a.pos = p;
     return a;
   }
   for (p = static_cast<int>(l.mo.size()) - 1;; --p)
-    if ((op.kind == OpKind::kLoad || events_[l.mo[p]].rmw_reader < 0) &&
-        j-- == 0)
-      break;
+    if (ReadableBy(op.kind, events_[l.mo[p]]) && j-- == 0) break;
   a.rf = l.mo[p];
   return a;
 }
