@@ -216,6 +216,36 @@ TEST_CASE("fakestd: two threads writing one var at once are a DATA RACE") {
   VERDICT(rl::test_result_data_race, Spawn<false>);
 }
 
+// Relacy's spelling `std::thread t{f, $}`: the trailing $ names the
+// creation; a callable that takes a debug_info still gets it.
+struct SpawnWithInfo : rl::test_suite<SpawnWithInfo, 1> {
+  static constexpr unsigned dynamic_thread_count = 2;
+  atomic<int> n{0};
+  void thread(unsigned) {
+    std::thread a{[&] { n.fetch_add(1, memory_order_relaxed); }, $};
+    std::thread b{[&](rl::debug_info) { n.fetch_add(2, memory_order_relaxed); },
+                  rl::debug_info($)};
+    a.join();
+    b.join();
+    RL_ASSERT(n.load(memory_order_relaxed) == 3);
+  }
+};
+TEST_CASE("fakestd: std::thread takes Relacy's trailing $") {
+  VERDICT(rl::test_result_success, SpawnWithInfo);
+}
+
+// A joinable std::thread destroyed calls std::terminate: reported as the
+// execution's failure (the verdict of an exception escaping a thread),
+// not as an abort of the whole run. Relacy's std::thread lets it pass.
+struct DestroyJoinable : rl::test_suite<DestroyJoinable, 1,
+                                        rl::test_result_unhandled_exception> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  void thread(unsigned) { std::thread t{[] {}, $}; }
+};
+TEST_CASE("fakestd: a joinable std::thread destroyed is std::terminate") {
+  VERDICT(rl::test_result_unhandled_exception, DestroyJoinable);
+}
+
 // Standard containers work next to the checker's types in this mode.
 struct Containers : rl::test_suite<Containers, 2> {
   atomic<int> hits{0};

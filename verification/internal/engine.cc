@@ -366,6 +366,7 @@ struct ThreadVars {
   // while > 0 every read must repeat the previous iteration's.
   unsigned continuing = 0;
   bool sync_wait = false;  // blocked in a mutex / condition variable wait
+  int wait_loc = -1;       // sync_wait: woken only by a write here (>= 0)
   int spurious_loc = -1;   // last CAS on this location failed spuriously
   bool released = false;   // resumed with nobody able to write
   int noabort = 0;         // depth of no-abort sections (NoAbort)
@@ -489,7 +490,7 @@ class Engine {
                 const void* addr);
   uint64_t Op(Pending op);
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
-  bool WaitBlocked(const debug_info& info);
+  bool WaitBlocked(const debug_info& info, bool on_last_read);
   void* HeapAlloc(size_t size, size_t align, int kind);
   // Returns false if p is not the execution's and report_foreign is off
   // (the caller frees it for real).
@@ -508,6 +509,11 @@ class Engine {
   void Fence(memory_order mo, const debug_info& info);
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
+  size_t AddrHash(const void* p) {
+    // Numbered in first-use order within the execution (emplace keeps an
+    // existing number).
+    return addr_hash_.emplace(p, addr_hash_.size()).first->second;
+  }
   unsigned ThreadIndex() const { return cur_; }
   int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info);
   void* JoinThread(int handle, const debug_info& info);
@@ -865,6 +871,7 @@ class Engine {
   unsigned long long stop_iteration_ = 0;  // from a replayed state
   // Abandon(): frames' verdicts by return address (the frame memo).
   std::unordered_map<uintptr_t, FrameMemo> frame_memo_;
+  std::unordered_map<const void*, size_t> addr_hash_;  // AddrHash()
  public:
   bool has_invariant_ = false;
   bool garbage_collected_ = false;  // Relacy's Java / CLI mode (Run)
@@ -1934,7 +1941,7 @@ void Engine::AfterWrite(unsigned t, int loc) {
     ThreadState& th = threads_[i];
     th.released = false;
     if (i == t || !th.blocked) continue;
-    bool wake = th.sync_wait;
+    bool wake = th.sync_wait && (th.wait_loc < 0 || th.wait_loc == loc);
     for (size_t k = 0; !wake && k < th.prev_reads.size(); ++k)
       wake = th.prev_reads[k].loc == loc;
     if (wake) th.blocked = false;
@@ -3006,7 +3013,7 @@ void Engine::Yield(const debug_info& info) {
   SwitchToScheduler();
 }
 
-bool Engine::WaitBlocked(const debug_info& info) {
+bool Engine::WaitBlocked(const debug_info& info, bool on_last_read) {
   ThreadState& th = threads_[cur_];
   if (!in_thread_) {
     Fail(test_result_deadlock,
@@ -3024,6 +3031,11 @@ bool Engine::WaitBlocked(const debug_info& info) {
                      locs_[th.cur_reads.back().loc].mo.back() !=
                          th.cur_reads.back().rf;
   if (stale && !sampling_) Prune();
+  // Like a blocked spinner (AfterWrite): until that location is written,
+  // the wait's read would read the same write and wait again.
+  th.wait_loc = on_last_read && !th.cur_reads.empty()
+                    ? th.cur_reads.back().loc
+                    : -1;
   th.cur_reads.clear();
   th.prev_reads.clear();
   th.has_prev = false;
@@ -3082,6 +3094,7 @@ void* Engine::JoinThread(int handle, const debug_info& info) {
     th.join_target = handle;
     th.blocked = true;
     th.sync_wait = true;
+    th.wait_loc = -1;  // the target's end writes nothing
     th.op = Pending();
     th.op.kind = OpKind::kResume;
     th.op.info = info;
@@ -3426,6 +3439,7 @@ void Engine::ResetExecution() {
   // execution re-running the same test makes the same allocations, so after
   // the first few executions the engine allocates nothing per execution.
   events_.clear();
+  addr_hash_.clear();
   for (Loc& l : locs_) {
     l.mo.clear();
     l.acc.clear();
@@ -3877,10 +3891,10 @@ void Yield(unsigned count, const debug_info& info) {
   g_engine->Yield(info);
 }
 
-bool WaitBlocked(const debug_info& info) {
+bool WaitBlocked(const debug_info& info, bool on_last_read) {
   if (g_generation == 0 || g_engine->aborting()) return false;
   EngineScope engine;
-  return g_engine->WaitBlocked(info);
+  return g_engine->WaitBlocked(info, on_last_read);
 }
 
 unsigned Rand(unsigned limit, const debug_info& info) {
@@ -3889,6 +3903,12 @@ unsigned Rand(unsigned limit, const debug_info& info) {
     return 0;
   EngineScope engine;
   return g_engine->Rand(limit);
+}
+
+size_t AddrHash(const void* p) {
+  if (g_generation == 0) return std::hash<const void*>()(p);
+  EngineScope engine;
+  return g_engine->AddrHash(p);
 }
 
 bool CollectingHistory() {

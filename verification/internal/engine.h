@@ -30,11 +30,14 @@ struct debug_info {
   unsigned line_ = 0;
   const char* func_ = "";
 
-  constexpr debug_info() = default;
-  constexpr debug_info(const char* file, unsigned line, const char* func = "")
+  // noexcept, as Relacy's: `$` may appear where an exception is not
+  // allowed (Relacy's own tests assert noexcept($)).
+  constexpr debug_info() noexcept = default;
+  constexpr debug_info(const char* file, unsigned line,
+                       const char* func = "") noexcept
       : file_(file), line_(line), func_(func) {}
 #if defined(__cpp_lib_source_location)
-  constexpr debug_info(const std::source_location& loc)  // NOLINT
+  constexpr debug_info(const std::source_location& loc) noexcept  // NOLINT
       : file_(loc.file_name()), line_(loc.line()), func_(loc.function_name()) {}
 #endif
 };
@@ -170,8 +173,18 @@ void Yield(unsigned count, const debug_info& info);
 // not wait (no execution, an abandoned one being unwound, or outside a
 // thread: then the run already failed): the caller stops waiting and goes
 // on with dummy state instead of looping.
-bool WaitBlocked(const debug_info& info);
+// Blocks the calling thread in a wait (mutex, condition variable,
+// semaphore) until another thread writes; the wait's last read found it
+// must wait. on_last_read: only a write to that read's location can end
+// the wait (a mutex's lock word, a semaphore's count), so only such a
+// write wakes the thread; otherwise any write does (a wait on several
+// objects).
+bool WaitBlocked(const debug_info& info, bool on_last_read = false);
 unsigned Rand(unsigned limit, const debug_info& info);
+// Relacy's rl::hash_ptr: the order in which the execution first hashed the
+// address (0, 1, ...), so a hash does not depend on where the allocator put
+// an object, and an execution replays with the same hashes.
+size_t AddrHash(const void* p);
 unsigned ThreadIndex();
 // Dynamic threads (rl::dyn_thread, pthread_create): a checker thread running
 // fn(arg), created with the calling thread's knowledge (creation

@@ -18,6 +18,7 @@
 #include <string>
 #include <type_traits>
 #include <typeinfo>
+#include <utility>
 
 #include "internal/engine.h"
 
@@ -37,6 +38,23 @@
       ::rl::detail::Fail(::rl::test_result_user_assert_failed, \
                          "assertion: " #x, RL_INFO);           \
   } while (0)
+// Relacy's assert(): a failed assert() in a test is USER ASSERT FAILED with
+// the failing execution's trace, not an abort of the whole run. Relacy
+// ignores NDEBUG here too. A standard header that includes <cassert> or
+// <assert.h> after this one redefines the C assert: include those first.
+#include <cassert>
+#undef assert
+#define assert(x) RL_ASSERT(x)
+
+// Relacy's check of its own invariants, which its tests also use (e.g.
+// `default: RL_VERIFY(false);`). As in Relacy it is compiled out unless
+// RL_DO_ASSERT_IMPL is defined; then a false condition fails the run like
+// RL_ASSERT.
+#ifdef RL_DO_ASSERT_IMPL
+#define RL_VERIFY(x) RL_ASSERT(x)
+#else
+#define RL_VERIFY(x) ((void)0)
+#endif
 #define RL_UNTIL(x)                                      \
   do {                                                   \
     if ((x)) ::rl::detail::Until("until: " #x, RL_INFO); \
@@ -84,6 +102,32 @@ struct test_suite {
   void after() {}
   void invariant() {}
 };
+
+// Relacy's spellings for code around its tests: the debug-info parameter
+// type, the type of &rl::simulate<T> (an array of them is Relacy's usual
+// test driver), its string stream and the names of the search types.
+using debug_info_param = const debug_info&;
+using simulate_f = bool (*)(test_params&);
+using ostringstream = std::ostringstream;
+// Relacy's address hash: the same address hashes alike within an
+// execution, numbered by first use, modulo size (a size of 0 returns the
+// number itself).
+inline size_t hash_ptr(const void* p, size_t size) {
+  const size_t h = detail::AddrHash(p);
+  return size != 0 ? h % size : h;
+}
+inline const char* format(scheduler_type_e t) {
+  switch (t) {
+    case sched_random:
+      return "random search";
+    case sched_bound:
+      return "context-bounded search";
+    case sched_full:
+      return "full search";
+    default:
+      return "unknown search type";
+  }
+}
 
 // Relacy's long spellings (rl::memory_order_relaxed, ...).
 inline constexpr memory_order memory_order_relaxed = mo_relaxed;
@@ -688,9 +732,34 @@ class atomic_flag {
 // it held waits (detail::WaitBlocked) until another thread writes; if no
 // thread can, the run is a DEADLOCK. The owner bookkeeping is the checker's
 // (reset with each execution's suite), not part of the modelled program.
+//
+// A mutex is a resource, as in Relacy: constructed during an execution it
+// holds a token of the heap model that its destructor gives back, so
+// memory freed under a mutex never destroyed is a RESOURCE LEAK, and
+// destroying a mutex some thread holds is DESTROYING OWNED MUTEX. The
+// POSIX and Win32 shims, whose objects C code frees without a destructor,
+// track their resource by *_init / *_destroy instead (NoResource).
+namespace detail {
+struct NoResource {};
+}  // namespace detail
 class mutex {
  public:
-  mutex(debug_info info = RL_CURRENT_INFO) : state_(0, info) {}  // NOLINT
+  mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : state_(0, info),
+        token_(gen_ != 0 ? detail::HeapAlloc(1, 0, detail::kHeapResource)
+                         : nullptr) {}
+  mutex(detail::NoResource, debug_info info = RL_CURRENT_INFO)
+      : state_(0, info), token_(nullptr) {}
+  ~mutex() {
+    if (!Live()) return;
+    detail::NoAbortScope no_abort;  // a destructor: report, do not unwind
+    if (owner_ >= 0)
+      detail::Fail(test_result_destroying_owned_mutex,
+                   "a mutex destroyed while a thread holds it (locked here)",
+                   info_);
+    if (token_ != nullptr)
+      detail::HeapFree(token_, detail::kHeapResource, info_);
+  }
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
   void lock(debug_info info = RL_CURRENT_INFO) {
@@ -703,7 +772,9 @@ class mutex {
       if (state_.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
                                          info))
         break;
-      if (!detail::WaitBlocked(info)) break;  // unwinding: do not spin
+      // Only an unlock (a write of state_, the failed CAS's location) can
+      // end the wait. Unwinding: do not spin.
+      if (!detail::WaitBlocked(info, /*on_last_read=*/true)) break;
     }
     owner_ = static_cast<int>(thread_index());
     info_ = info;
@@ -731,15 +802,18 @@ class mutex {
 
  private:
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
+  uint64_t gen_ = detail::Generation();  // first: token_ tests it
   atomic<int> state_;
+  void* token_;  // the resource token (nullptr outside an execution)
   int owner_ = -1;
-  uint64_t gen_ = detail::Generation();
   debug_info info_;
 };
 
 class recursive_mutex {
  public:
   recursive_mutex(debug_info info = RL_CURRENT_INFO) : m_(info) {}  // NOLINT
+  recursive_mutex(detail::NoResource tag, debug_info info = RL_CURRENT_INFO)
+      : m_(tag, info) {}
   void lock(debug_info info = RL_CURRENT_INFO) {
     if (count_ > 0 && owner_ == static_cast<int>(thread_index())) {
       ++count_;
@@ -777,73 +851,322 @@ class recursive_mutex {
 };
 
 // Condition variable. wait() registers the waiter, unlocks, and either
-// wakes spuriously (explored: C++ allows it) or consumes a signal from
-// notify_one()/notify_all(), then relocks. notify_one() signals one
-// registered waiter only, so a program that needs notify_all() is caught; a
+// wakes spuriously (explored: C++ allows it) or waits until a notify picks
+// it, then relocks. A notify wakes only threads registered before it
+// (C++20 [thread.condition.condvar]: notify_all unblocks the threads
+// blocked at the time): notify_all() all of them, notify_one() one, which
+// one being explored, so a program that needs notify_all() is caught. A
 // notify with no registered waiter is lost, so a missed wake-up ends in
 // DEADLOCK (nobody can wake the waiter).
+//
+// Waiters are bits of two masks (bit = thread index; RL_MAX_THREADS is at
+// most 64): waiting_ (registered, not yet picked) and woken_ (picked, not
+// yet returned). They are atomics of the model, like the mutex's lock
+// word, so that the exhaustive search sees who told whom (its graphs are
+// made of reads and writes). All relaxed: the mutex orders the waiter's and
+// the notifier's data; these words only decide who may return. A blocked
+// waiter is woken only by a write to woken_ (WaitBlocked on its last
+// read). Until 0.2.0 a notify added to a count of wake-ups that any later
+// waiter could take: a waiter that waited again took the wake-up meant for
+// another, a false DEADLOCK (Relacy's test_condvar2).
 class condition_variable {
  public:
   condition_variable(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : waiters_(0u, info), signals_(0u, info) {}
+      : waiting_(0u, info), woken_(0u, info) {}
   template <typename Lock>
   void wait(Lock& lock, debug_info info = RL_CURRENT_INFO) {
-    waiters_.fetch_add(1, mo_relaxed, info);
+    Fresh();
+    const unsigned slot = thread_index() % kSlots;
+    const uint64_t me = uint64_t{1} << slot;
+    waiting_.fetch_or(me, mo_relaxed, info);
     lock.unlock();
     // A spurious wake-up is explored, but not twice in a row for a thread
     // (or a predicate loop would never end).
-    if (gen_ != detail::Generation()) {
-      gen_ = detail::Generation();
-      for (bool& b : spurious_) b = false;
-    }
-    unsigned me = thread_index() % kSlots;
-    bool spurious = !spurious_[me] && rand(2, info) == 1;
-    spurious_[me] = spurious;
+    bool spurious = !spurious_[slot] && rand(2, info) == 1;
+    spurious_[slot] = spurious;
+    signalled_[slot] = !spurious;
     if (!spurious) {
-      for (;;) {
-        unsigned s = signals_.load(mo_relaxed, info);
-        if (s != 0) {
-          if (signals_.compare_exchange_strong(s, s - 1, mo_relaxed,
-                                               mo_relaxed, info))
-            break;
-          continue;
-        }
-        if (!detail::WaitBlocked(info)) break;
-      }
+      while ((woken_.load(mo_relaxed, info) & me) == 0)
+        if (!detail::WaitBlocked(info, /*on_last_read=*/true)) break;
     }
-    // else: a spurious wake-up (the registration stays; a later signal
-    // for it wakes another waiter, which is also allowed).
     lock.lock();
+    // Under the mutex again, where a notifier that holds it also updates
+    // the masks, so these RMWs add no orders for the search to explore:
+    // take the wake-up, or after a spurious one deregister (or take the
+    // wake-up of a notify that picked this thread meanwhile, which woke
+    // it: allowed).
+    if (spurious && (waiting_.fetch_and(~me, mo_relaxed, info) & me) != 0)
+      return;
+    woken_.fetch_and(~me, mo_relaxed, info);
   }
   template <typename Lock, typename Pred>
   void wait(Lock& lock, Pred pred, debug_info info = RL_CURRENT_INFO) {
     while (!pred()) wait(lock, info);
   }
+  // Timed waits, in Relacy's form: true if woken by a notify, false on a
+  // timeout (any duration or time point; the checker has no clock). A
+  // timeout is explored like a spurious wake-up, so not twice in a row for
+  // a thread; a timed wait nobody can notify then still ends in DEADLOCK
+  // (Relacy lets it time out): see docs/verification.md, "The dialect".
+  template <typename Lock, typename Duration>
+  bool wait_for(Lock& lock, const Duration&, debug_info info = RL_CURRENT_INFO) {
+    return TimedWait(lock, info);
+  }
+  template <typename Lock, typename Duration, typename Pred>
+  bool wait_for(Lock& lock, const Duration&, Pred pred,
+                debug_info info = RL_CURRENT_INFO) {
+    while (!pred())
+      if (!TimedWait(lock, info)) return pred();
+    return true;
+  }
+  template <typename Lock, typename TimePoint>
+  bool wait_until(Lock& lock, const TimePoint&,
+                  debug_info info = RL_CURRENT_INFO) {
+    return TimedWait(lock, info);
+  }
+  template <typename Lock, typename TimePoint, typename Pred>
+  bool wait_until(Lock& lock, const TimePoint&, Pred pred,
+                  debug_info info = RL_CURRENT_INFO) {
+    while (!pred())
+      if (!TimedWait(lock, info)) return pred();
+    return true;
+  }
   void notify_one(debug_info info = RL_CURRENT_INFO) {
-    unsigned w = waiters_.load(mo_relaxed, info);
+    uint64_t w = waiting_.load(mo_relaxed, info);
     while (w != 0) {
-      if (waiters_.compare_exchange_strong(w, w - 1, mo_relaxed, mo_relaxed,
-                                           info)) {
-        signals_.fetch_add(1, mo_relaxed, info);
+      // Which registered waiter wakes is a choice the search explores.
+      unsigned k = rand(static_cast<unsigned>(__builtin_popcountll(w)), info);
+      uint64_t pick = w;
+      while (k-- > 0) pick &= pick - 1;  // drop the k lowest waiters
+      pick &= ~(pick - 1);               // keep the lowest one left
+      if (waiting_.compare_exchange_strong(w, w & ~pick, mo_relaxed,
+                                           mo_relaxed, info)) {
+        woken_.fetch_or(pick, mo_relaxed, info);
         return;
       }
     }
   }
   void notify_all(debug_info info = RL_CURRENT_INFO) {
-    unsigned w = waiters_.exchange(0, mo_relaxed, info);
-    if (w != 0) signals_.fetch_add(w, mo_relaxed, info);
+    uint64_t w = waiting_.exchange(0, mo_relaxed, info);
+    if (w != 0) woken_.fetch_or(w, mo_relaxed, info);
   }
 
  private:
+  template <typename Lock>
+  bool TimedWait(Lock& lock, const debug_info& info) {
+    wait(lock, info);
+    // The wake-up wait() chose for this thread: a spurious one is the
+    // timeout.
+    return signalled_[thread_index() % kSlots];
+  }
+  // The per-thread flags of an object that outlives executions are reset
+  // on first use in a new one.
+  void Fresh() {
+    if (gen_ == detail::Generation()) return;
+    gen_ = detail::Generation();
+    for (bool& b : spurious_) b = false;
+    for (bool& b : signalled_) b = false;
+  }
   static constexpr unsigned kSlots = 64;
-  atomic<unsigned> waiters_;
-  atomic<unsigned> signals_;
+  atomic<uint64_t> waiting_;
+  atomic<uint64_t> woken_;
   bool spurious_[kSlots] = {};
+  bool signalled_[kSlots] = {};  // how each thread's last wait ended
   uint64_t gen_ = 0;
 };
 using condition_variable_any = condition_variable;
-using std::lock_guard;
-using std::unique_lock;
+
+namespace detail {
+// A lock holder's call of the mutex: with the caller's debug info where
+// the mutex takes one (the checker's, Relacy's), plain otherwise.
+template <typename M>
+void LockWith(M& m, const debug_info& info) {
+  if constexpr (requires { m.lock(info); })
+    m.lock(info);
+  else
+    m.lock();
+}
+template <typename M>
+bool TryLockWith(M& m, const debug_info& info) {
+  if constexpr (requires { m.try_lock(info); })
+    return m.try_lock(info);
+  else
+    return m.try_lock();
+}
+template <typename M>
+void UnlockWith(M& m, const debug_info& info) {
+  if constexpr (requires { m.unlock(info); })
+    m.unlock(info);
+  else
+    m.unlock();
+}
+}  // namespace detail
+
+// Lock holders (std::lock_guard, std::unique_lock, std::scoped_lock in
+// relacy_std.hpp): the standard ones' interface, plus Relacy's trailing
+// debug info (`std::unique_lock<std::mutex> lock(m, $)`), which then names
+// the lock's line in traces, and for the unlock its destructor does.
+template <typename Mutex>
+class lock_guard {
+ public:
+  using mutex_type = Mutex;
+  explicit lock_guard(Mutex& m, debug_info info = RL_CURRENT_INFO)
+      : m_(m), info_(info) {
+    detail::LockWith(m_, info_);
+  }
+  lock_guard(Mutex& m, std::adopt_lock_t,
+             debug_info info = RL_CURRENT_INFO) noexcept
+      : m_(m), info_(info) {}
+  ~lock_guard() { detail::UnlockWith(m_, info_); }
+  lock_guard(const lock_guard&) = delete;
+  lock_guard& operator=(const lock_guard&) = delete;
+
+ private:
+  Mutex& m_;
+  debug_info info_;
+};
+
+template <typename Mutex>
+class unique_lock {
+ public:
+  using mutex_type = Mutex;
+  unique_lock() noexcept = default;
+  explicit unique_lock(Mutex& m, debug_info info = RL_CURRENT_INFO)
+      : m_(&m), info_(info) {
+    lock(info);
+  }
+  unique_lock(Mutex& m, std::defer_lock_t,
+              debug_info info = RL_CURRENT_INFO) noexcept
+      : m_(&m), info_(info) {}
+  unique_lock(Mutex& m, std::try_to_lock_t, debug_info info = RL_CURRENT_INFO)
+      : m_(&m), info_(info) {
+    owns_ = detail::TryLockWith(m, info);
+  }
+  unique_lock(Mutex& m, std::adopt_lock_t,
+              debug_info info = RL_CURRENT_INFO) noexcept
+      : m_(&m), owns_(true), info_(info) {}
+  unique_lock(unique_lock&& o) noexcept
+      : m_(std::exchange(o.m_, nullptr)),
+        owns_(std::exchange(o.owns_, false)),
+        info_(o.info_) {}
+  unique_lock& operator=(unique_lock&& o) noexcept {
+    if (owns_) unlock();
+    m_ = std::exchange(o.m_, nullptr);
+    owns_ = std::exchange(o.owns_, false);
+    info_ = o.info_;
+    return *this;
+  }
+  unique_lock(const unique_lock&) = delete;
+  unique_lock& operator=(const unique_lock&) = delete;
+  ~unique_lock() {
+    if (owns_) detail::UnlockWith(*m_, info_);
+  }
+  void lock(debug_info info = RL_CURRENT_INFO) {
+    if (m_ == nullptr || owns_)
+      detail::Fail(test_result_user_assert_failed,
+                   m_ == nullptr ? "unique_lock::lock without a mutex"
+                                 : "unique_lock::lock of a lock it owns",
+                   info);
+    detail::LockWith(*m_, info);
+    owns_ = true;
+  }
+  bool try_lock(debug_info info = RL_CURRENT_INFO) {
+    if (m_ == nullptr || owns_)
+      detail::Fail(test_result_user_assert_failed,
+                   m_ == nullptr ? "unique_lock::try_lock without a mutex"
+                                 : "unique_lock::try_lock of a lock it owns",
+                   info);
+    owns_ = detail::TryLockWith(*m_, info);
+    return owns_;
+  }
+  void unlock(debug_info info = RL_CURRENT_INFO) {
+    if (!owns_)
+      detail::Fail(test_result_unlocking_mutex_wo_ownership,
+                   "unique_lock::unlock of a lock it does not own", info);
+    detail::UnlockWith(*m_, info);
+    owns_ = false;
+  }
+  Mutex* release() noexcept {
+    owns_ = false;
+    return std::exchange(m_, nullptr);
+  }
+  void swap(unique_lock& o) noexcept {
+    std::swap(m_, o.m_);
+    std::swap(owns_, o.owns_);
+    std::swap(info_, o.info_);
+  }
+  bool owns_lock() const noexcept { return owns_; }
+  explicit operator bool() const noexcept { return owns_; }
+  Mutex* mutex() const noexcept { return m_; }
+
+ private:
+  Mutex* m_ = nullptr;
+  bool owns_ = false;
+  debug_info info_;
+};
+
+// All of its mutexes at once, deadlock-free as std::lock does it: lock one,
+// try the others; on a failure release those taken, yield (a spin step to
+// the checker) and start again from the one that failed.
+template <typename... Mutexes>
+class scoped_lock {
+ public:
+  explicit scoped_lock(Mutexes&... m, debug_info info = RL_CURRENT_INFO)
+      : m_{Erase(m)...}, info_(info) {
+    LockAll();
+  }
+  explicit scoped_lock(std::adopt_lock_t, Mutexes&... m,
+                       debug_info info = RL_CURRENT_INFO) noexcept
+      : m_{Erase(m)...}, info_(info) {}
+  ~scoped_lock() {
+    for (size_t i = 0; i < kCount; ++i) m_[i].unlock(m_[i].m, info_);
+  }
+  scoped_lock(const scoped_lock&) = delete;
+  scoped_lock& operator=(const scoped_lock&) = delete;
+
+ private:
+  static constexpr size_t kCount = sizeof...(Mutexes);
+  // One mutex of the set, its type erased.
+  struct Held {
+    void* m;
+    void (*lock)(void*, const debug_info&);
+    bool (*try_lock)(void*, const debug_info&);
+    void (*unlock)(void*, const debug_info&);
+  };
+  template <typename M>
+  static Held Erase(M& m) {
+    return {&m,
+            [](void* p, const debug_info& i) {
+              detail::LockWith(*static_cast<M*>(p), i);
+            },
+            [](void* p, const debug_info& i) {
+              return detail::TryLockWith(*static_cast<M*>(p), i);
+            },
+            [](void* p, const debug_info& i) {
+              detail::UnlockWith(*static_cast<M*>(p), i);
+            }};
+  }
+  void LockAll() {
+    if constexpr (kCount > 0) {
+      size_t first = 0;
+      for (;;) {
+        m_[first].lock(m_[first].m, info_);
+        size_t failed = kCount;
+        for (size_t k = 1; k < kCount && failed == kCount; ++k) {
+          const Held& h = m_[(first + k) % kCount];
+          if (!h.try_lock(h.m, info_)) failed = (first + k) % kCount;
+        }
+        if (failed == kCount) return;
+        for (size_t i = first; i != failed; i = (i + 1) % kCount)
+          m_[i].unlock(m_[i].m, info_);
+        first = failed;
+        yield(1, info_);
+      }
+    }
+  }
+  Held m_[kCount > 0 ? kCount : 1];
+  debug_info info_;
+};
 
 // Per-thread storage (Relacy's thread_local_var / TLS_T): each checker
 // thread sees its own value, value-initialized in every execution.
@@ -954,6 +1277,9 @@ class SuiteAdapter : public SuiteIface {
 
 template <typename T>
 bool simulate(test_params& params) {
+  // Relacy fills in the name (its test drivers print params.test_name).
+  if (params.test_name.empty())
+    params.test_name = detail::Demangle(typeid(T).name());
   detail::SuiteAdapter<T> suite;
   test_result_e r =
       detail::Run(suite, params, T::static_thread_count, T::expected_result,

@@ -108,8 +108,18 @@ using ::rl::atomic_signal_fence;
 using ::rl::atomic_thread_fence;
 using ::rl::condition_variable;
 using ::rl::condition_variable_any;
+using ::rl::lock_guard;
 using ::rl::mutex;
 using ::rl::recursive_mutex;
+using ::rl::scoped_lock;
+using ::rl::unique_lock;
+// Relacy's short order names are in its std as well (std::mo_release).
+using ::rl::mo_acq_rel;
+using ::rl::mo_acquire;
+using ::rl::mo_consume;
+using ::rl::mo_relaxed;
+using ::rl::mo_release;
+using ::rl::mo_seq_cst;
 using ::rl::atomic_address;
 using ::rl::atomic_bool;
 using ::rl::atomic_char;
@@ -141,7 +151,7 @@ namespace rl {
 
 struct rl_pthread_mutex_t {
   rl_pthread_mutex_t(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : m(info) {}
+      : rm(detail::NoResource{}, info), m(detail::NoResource{}, info) {}
   recursive_mutex rm;
   mutex m;
   bool recursive = false;

@@ -371,14 +371,14 @@ template <typename Tag = void>
 class generic_mutex : public win_object {
  public:
   generic_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : m_(info), rm_(info) {}
+      : m_(detail::NoResource{}, info), rm_(detail::NoResource{}, info) {}
   void init(bool /*is_rw*/, bool is_exclusive_recursive,
             bool /*is_shared_recursive*/, bool /*failing_try_lock*/,
             debug_info info = RL_CURRENT_INFO) {
     m_.~mutex();
-    new (&m_) mutex(info);
+    new (&m_) mutex(detail::NoResource{}, info);
     rm_.~recursive_mutex();
-    new (&rm_) recursive_mutex(info);
+    new (&rm_) recursive_mutex(detail::NoResource{}, info);
     recursive_ = is_exclusive_recursive;
     TakeResource();
   }

@@ -1,8 +1,8 @@
 // fakestd mode: shadows libstdc++'s <bits/std_mutex.h>, which defines
 // std::mutex over pthreads (it would clash with the checker's rl::mutex,
 // which relacy_std.hpp puts into std). Keeps what is no mutex: the lock
-// tags and std::lock_guard, which <bits/unique_lock.h> (std::unique_lock)
-// and the checker itself build on.
+// tags. std::lock_guard, std::unique_lock and std::scoped_lock are the
+// checker's (relacy_std.hpp), which also take Relacy's trailing `$`.
 // Only for the include path of a program using relacy_std.hpp.
 #ifndef PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_STD_MUTEX_H_
 #define PERCPU_VERIFICATION_RELACY_FAKESTD_BITS_STD_MUTEX_H_
@@ -28,20 +28,6 @@ struct adopt_lock_t {
 inline constexpr defer_lock_t defer_lock{};
 inline constexpr try_to_lock_t try_to_lock{};
 inline constexpr adopt_lock_t adopt_lock{};
-
-template <typename Mutex>
-class lock_guard {
- public:
-  using mutex_type = Mutex;
-  explicit lock_guard(Mutex& m) : m_(m) { m_.lock(); }
-  lock_guard(Mutex& m, adopt_lock_t) noexcept : m_(m) {}
-  ~lock_guard() { m_.unlock(); }
-  lock_guard(const lock_guard&) = delete;
-  lock_guard& operator=(const lock_guard&) = delete;
-
- private:
-  Mutex& m_;
-};
 
 }  // namespace std
 

@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 #include <system_error>
 #include <tuple>
 #include <type_traits>
@@ -37,23 +38,27 @@ class thread {
   };
 
   thread() noexcept = default;
+  // Relacy's form `std::thread t{f, $}`: a trailing debug info the callable
+  // cannot take names the creation in traces instead of being passed on.
   template <typename F, typename... A,
             typename = enable_if_t<!is_same_v<remove_cvref_t<F>, thread>>>
   explicit thread(F&& f, A&&... a) {
-    // The callable and its arguments live on the checker's heap until the
-    // new thread has run them (its unwinding frees them too).
-    using Call = tuple<decay_t<F>, decay_t<A>...>;
-    auto* call = new Call(std::forward<F>(f), std::forward<A>(a)...);
-    handle_ = ::rl::detail::CreateThread(&Run<Call>, call, RL_CURRENT_INFO);
-    if (handle_ < 0) {
-      delete call;
-      __throw_system_error(int(errc::resource_unavailable_try_again));
+    constexpr size_t n = sizeof...(A);
+    auto args = std::forward_as_tuple(std::forward<A>(a)...);
+    if constexpr (TrailingInfo<F, A...>()) {
+      Start(std::forward<F>(f), args, make_index_sequence<n - 1>{},
+            std::get<n - 1>(args));
+    } else {
+      Start(std::forward<F>(f), args, make_index_sequence<n>{},
+            RL_CURRENT_INFO);
     }
   }
-  thread(thread&& o) noexcept : handle_(std::exchange(o.handle_, -1)) {}
+  thread(thread&& o) noexcept
+      : handle_(std::exchange(o.handle_, -1)), created_(o.created_) {}
   thread& operator=(thread&& o) noexcept {
-    if (joinable()) std::terminate();
+    if (joinable()) Terminates("move-assigned to");
     handle_ = std::exchange(o.handle_, -1);
+    created_ = o.created_;
     return *this;
   }
   thread(const thread&) = delete;
@@ -61,7 +66,7 @@ class thread {
   ~thread() {
     // Not while the checker unwinds an execution it abandoned (a failure
     // found, or a pruned one): the thread is gone with the execution.
-    if (joinable() && std::uncaught_exceptions() == 0) std::terminate();
+    if (joinable() && std::uncaught_exceptions() == 0) Terminates("destroyed");
   }
 
   bool joinable() const noexcept { return handle_ >= 0; }
@@ -71,10 +76,52 @@ class thread {
     handle_ = -1;
   }
   id get_id() const noexcept { return id(handle_); }
-  void swap(thread& o) noexcept { std::swap(handle_, o.handle_); }
+  void swap(thread& o) noexcept {
+    std::swap(handle_, o.handle_);
+    std::swap(created_, o.created_);
+  }
   static unsigned hardware_concurrency() noexcept { return 1; }
 
  private:
+  // A joinable thread destroyed or overwritten calls std::terminate
+  // ([thread.thread.destr], [thread.thread.assign]). The checker reports it
+  // as the failure of this execution (the verdict of an exception escaping
+  // a thread, which also calls std::terminate), with its trace, instead of
+  // ending the whole process. Relacy's std::thread lets it pass.
+  void Terminates(const char* what) const {
+    ::rl::detail::NoAbortScope no_abort;  // called from noexcept code
+    ::rl::detail::Fail(::rl::test_result_unhandled_exception,
+                       (std::string("std::terminate: a joinable std::thread ") +
+                        what + " (join it first); created here")
+                           .c_str(),
+                       created_);
+  }
+  template <typename F, typename... A>
+  static constexpr bool TrailingInfo() {
+    if constexpr (sizeof...(A) == 0) {
+      return false;
+    } else {
+      using Last = remove_cvref_t<tuple_element_t<sizeof...(A) - 1, tuple<A...>>>;
+      return is_same_v<Last, ::rl::debug_info> &&
+             !is_invocable_v<decay_t<F>, decay_t<A>...>;
+    }
+  }
+  template <typename F, typename Args, size_t... I>
+  void Start(F&& f, Args& args, index_sequence<I...>,
+             const ::rl::debug_info& info) {
+    // The callable and its arguments live on the checker's heap until the
+    // new thread has run them (its unwinding frees them too).
+    using Call = tuple<decay_t<F>, decay_t<tuple_element_t<I, Args>>...>;
+    auto* call = new Call(std::forward<F>(f),
+                          std::forward<tuple_element_t<I, Args>>(
+                              std::get<I>(args))...);
+    handle_ = ::rl::detail::CreateThread(&Run<Call>, call, info);
+    created_ = info;
+    if (handle_ < 0) {
+      delete call;
+      __throw_system_error(int(errc::resource_unavailable_try_again));
+    }
+  }
   template <typename Call>
   static void* Run(void* p) {
     unique_ptr<Call> call(static_cast<Call*>(p));
@@ -82,6 +129,7 @@ class thread {
     return nullptr;
   }
   int handle_ = -1;  // the checker's thread index; -1: not joinable
+  ::rl::debug_info created_;
 };
 
 inline void swap(thread& a, thread& b) noexcept { a.swap(b); }
