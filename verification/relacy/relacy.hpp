@@ -915,9 +915,7 @@ class condition_variable {
   template <typename Lock, typename Duration, typename Pred>
   bool wait_for(Lock& lock, const Duration&, Pred pred,
                 debug_info info = RL_CURRENT_INFO) {
-    while (!pred())
-      if (!TimedWait(lock, info)) return pred();
-    return true;
+    return TimedWait(lock, pred, info);
   }
   template <typename Lock, typename TimePoint>
   bool wait_until(Lock& lock, const TimePoint&,
@@ -927,9 +925,7 @@ class condition_variable {
   template <typename Lock, typename TimePoint, typename Pred>
   bool wait_until(Lock& lock, const TimePoint&, Pred pred,
                   debug_info info = RL_CURRENT_INFO) {
-    while (!pred())
-      if (!TimedWait(lock, info)) return pred();
-    return true;
+    return TimedWait(lock, pred, info);
   }
   void notify_one(debug_info info = RL_CURRENT_INFO) {
     uint64_t w = waiting_.load(mo_relaxed, info);
@@ -958,6 +954,13 @@ class condition_variable {
     // The wake-up wait() chose for this thread: a spurious one is the
     // timeout.
     return signalled_[thread_index() % kSlots];
+  }
+  // With a predicate: its value when the wait ends (by it or by timeout).
+  template <typename Lock, typename Pred>
+  bool TimedWait(Lock& lock, Pred& pred, const debug_info& info) {
+    while (!pred())
+      if (!TimedWait(lock, info)) return pred();
+    return true;
   }
   // The per-thread flags of an object that outlives executions are reset
   // on first use in a new one.
