@@ -31,18 +31,9 @@ CXX=${CXX:-g++}
 TIMEOUT=${TIMEOUT:-300}
 read -r -a FLAGS <<<"${CXXFLAGS:--std=c++20 -O2}"
 
-if [[ -e $WORK && ! -e $WORK/.relacy_examples ]]; then
-  echo "$WORK exists and is not a workdir of this script; not removing it" >&2
-  exit 1
-fi
-rm -rf "$WORK" && mkdir -p "$WORK/real" "$WORK/ours/relacy/internal" "$WORK/out"
-touch "$WORK/.relacy_examples"
-cp -r "$RELACY/relacy" "$RELACY/example" "$WORK/real/"
-cp -r "$RELACY/example" "$WORK/ours/"
-cp -r "$ROOT"/verification/relacy/. "$WORK/ours/relacy/"
-cp "$ROOT/verification/internal/engine.h" "$WORK/ours/relacy/internal/"
-"$CXX" "${FLAGS[@]}" -c -iquote "$WORK/ours/relacy" \
-  "$ROOT/verification/internal/engine.cc" -o "$WORK/out/engine.o" || exit 1
+# shellcheck source=tools/relacy_workdir.sh
+source "$ROOT/tools/relacy_workdir.sh"
+relacy_workdir "$WORK" .relacy_examples "$RELACY" example || exit 1
 
 # Verdicts in a run's output, as "name=RESULT/executions" words.
 verdicts() {  # file kind(real|ours)

@@ -29,18 +29,9 @@ TIMEOUT=${TIMEOUT:-1800}
 MAX_EXECUTIONS=${MAX_EXECUTIONS:-2000000}
 read -r -a FLAGS <<<"${CXXFLAGS:--std=c++20 -O2}"
 
-if [[ -e $WORK && ! -e $WORK/.relacy_tests ]]; then
-  echo "$WORK exists and is not a workdir of this script; not removing it" >&2
-  exit 1
-fi
-rm -rf "$WORK" && mkdir -p "$WORK/real" "$WORK/ours/relacy/internal" "$WORK/out"
-touch "$WORK/.relacy_tests"
-cp -r "$RELACY/relacy" "$RELACY/test" "$WORK/real/"
-cp -r "$RELACY/test" "$WORK/ours/"
-cp -r "$ROOT"/verification/relacy/. "$WORK/ours/relacy/"
-cp "$ROOT/verification/internal/engine.h" "$WORK/ours/relacy/internal/"
-"$CXX" "${FLAGS[@]}" -c -iquote "$WORK/ours/relacy" \
-  "$ROOT/verification/internal/engine.cc" -o "$WORK/out/engine.o" || exit 1
+# shellcheck source=tools/relacy_workdir.sh
+source "$ROOT/tools/relacy_workdir.sh"
+relacy_workdir "$WORK" .relacy_tests "$RELACY" test || exit 1
 
 # main.cpp: report every failed suite and go on (both sides); cap our
 # searches.
