@@ -35,4 +35,39 @@ TEST_CASE("java: a double delete is still DOUBLE FREE") {
   VERDICT(rl::test_result_double_free, JavaDoubleDelete);
 }
 
+// Managed memory is zeroed before any thread reaches an object: a field
+// read through a racy publication is no DATA RACE in this mode (Relacy's
+// jtest test_unitialized_var<1>: some execution reads the 1).
+struct JavaRacyPublication
+    : rl::test_suite<JavaRacyPublication, 2,
+                     rl::test_result_until_condition_hit> {
+  rl::jvar<rl::jvar<int>*> published;
+  void thread(unsigned i) {
+    if (i == 0) {
+      published($) = new rl::jvar<int>(1);
+    } else {
+      rl::jvar<int>* p;
+      while ((p = published($)) == nullptr) rl::yield(1, $);
+      RL_UNTIL((*p)($) == 1);
+    }
+  }
+};
+TEST_CASE("java: a racily published field is read, not a DATA RACE") {
+  VERDICT(rl::test_result_until_condition_hit, JavaRacyPublication);
+}
+
+// Relacy's constructors: AtomicInteger (jatomic<int>) and jvolatile from
+// another one or its x($), by a load of it.
+struct JavaCopies : rl::test_suite<JavaCopies, 1> {
+  void thread(unsigned) {
+    rl::AtomicInteger a(5), b(a), c(a($));
+    rl::jvolatile<int> v(7), w(v);
+    RL_ASSERT(b($).get() == 5 && c($).addAndGet(1) == 6);
+    RL_ASSERT(w($) == 7);
+  }
+};
+TEST_CASE("java: AtomicInteger and jvolatile copies read the original") {
+  VERDICT(rl::test_result_success, JavaCopies);
+}
+
 }  // namespace

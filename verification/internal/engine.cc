@@ -2846,6 +2846,12 @@ void Engine::ReportUninitialized(const Pending& op) {
     return;
   }
   if (l.init < 0 || Hb(l.init, th.clock)) return;
+  // Java / CLI mode: managed memory is zeroed before any thread can reach
+  // an object, so a racy read of a field is no error (it reads the value
+  // a coherent write left, the construction's or a later one), as in
+  // Relacy (its test_unitialized_var: a jvar published through a plain
+  // jvar).
+  if (garbage_collected_) return;
   static const char* kOpNames[] = {"?", "load", "store", "RMW", "CAS", "?"};
   const Event& init = events_[l.init];
   std::ostringstream s;

@@ -98,6 +98,10 @@ class managed_field : public atomic<T> {
       : atomic<T>(T(), info) {}
   explicit managed_field(T v, debug_info info = RL_CURRENT_INFO)
       : atomic<T>(v, info) {}
+  // A new field initialized from another's value (Relacy's `nvar<int>
+  // b(a)`): a load of that field with its kind's order.
+  managed_field(const managed_field& o, debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(o.load(kLoad, info), info) {}
   managed_field& operator=(const managed_field&) = delete;
   proxy_t operator()(debug_info info) { return proxy_t(this, info); }
 };

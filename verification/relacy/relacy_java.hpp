@@ -63,6 +63,7 @@ class jatomic_proxy {
   T getAndDecrement() { return getAndAdd(T(-1)); }
   T incrementAndGet() { return addAndGet(T(1)); }
   T decrementAndGet() { return addAndGet(T(-1)); }
+  const debug_info& info() const { return info_; }
 
  private:
   atomic<T>* a_;
@@ -78,9 +79,19 @@ class jatomic : public atomic<T> {
       : atomic<T>(T(), info) {}  // NOLINT
   explicit jatomic(T v, debug_info info = RL_CURRENT_INFO)
       : atomic<T>(v, info) {}
+  // Initialized from another atomic's value (`AtomicInteger b(a)` or
+  // `b(a($))`): a seq_cst get() of it.
+  jatomic(const jatomic& o, debug_info info = RL_CURRENT_INFO)
+      : atomic<T>(o.load(mo_seq_cst, info), info) {}
+  jatomic(const proxy_t& o)  // NOLINT: Relacy's implicit form
+      : atomic<T>(o.get(), o.info()) {}
   jatomic& operator=(const jatomic&) = delete;
   proxy_t operator()(debug_info info) { return proxy_t(this, info); }
 };
+
+// Java's names (java.util.concurrent.atomic), as Relacy's typedefs.
+using AtomicInteger = jatomic<int>;
+using AtomicLong = jatomic<long>;  // NOLINT: Relacy's (32 bits on ILP32)
 
 }  // namespace rl
 
