@@ -62,6 +62,9 @@ inline constexpr unsigned long rl_INFINITE = static_cast<unsigned long>(-1);
 // an execution it is a RESOURCE LEAK. The resource is a heap-model token.
 struct win_object {
   virtual ~win_object() = default;
+  // CloseHandle's end of the object: a handle is a tracked heap block
+  // (unclosed: MEMORY LEAK) unless it says otherwise (a thread handle).
+  virtual void Dispose() { delete this; }
   void deinit(debug_info info = RL_CURRENT_INFO) {
     if (resource_ == nullptr) return;
     detail::HeapFree(resource_, detail::kHeapResource, info);
@@ -210,6 +213,7 @@ struct win_waitable_object : win_object {
   bool signal(debug_info info = RL_CURRENT_INFO) {
     uint64_t v = detail::LockState(*state_, info);
     bool ok = SignalLocked(info);
+    if (ok) GrantLocked(info);
     detail::UnlockState(*state_, v, ok, info);
     return ok;
   }
@@ -222,6 +226,11 @@ struct win_waitable_object : win_object {
   virtual bool Take(unsigned me) = 0;
   detail::WaitState& State() { return *state_; }
   const detail::WaitState& State() const { return *state_; }
+  // With the object's lock held, after it became signaled: satisfies the
+  // wait-any waits registered on it now, as Win32 does inside the signaling
+  // call (an auto-reset event set while a thread waits is taken by that
+  // thread, never by a later poll). Defined below.
+  void GrantLocked(const debug_info& info);
 
  protected:
   // A thread handle keeps its state outside the handle.
@@ -268,6 +277,7 @@ class generic_event : public win_waitable_object {
   void set(debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
     l.changed = SignalLocked(info);
+    if (l.changed) GrantLocked(info);
   }
   void reset(debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
@@ -301,12 +311,7 @@ class generic_event : public win_waitable_object {
   bool Ready(unsigned me) const override {
     return signaled_ || (State().released & detail::ThreadBit(me)) != 0;
   }
-  bool Take(unsigned me) override {
-    detail::WaitState& s = State();
-    if ((s.released & detail::ThreadBit(me)) != 0) {
-      s.released &= ~detail::ThreadBit(me);  // the pulse's wake-up
-      return false;
-    }
+  bool Take(unsigned) override {
     if (manual_reset_) return false;
     signaled_ = false;
     return true;
@@ -339,6 +344,7 @@ class semaphore : public win_waitable_object {
       return false;
     count_ += count;
     l.changed = true;
+    GrantLocked(info);
     return true;
   }
   int get_value(debug_info info = RL_CURRENT_INFO) {
@@ -430,6 +436,7 @@ class win_mutex : public win_waitable_object {
     {
       detail::Locked l(*this, info);
       ok = l.changed = SignalLocked(info);
+      if (ok) GrantLocked(info);
     }
     if (!ok)
       detail::Fail(test_result_unlocking_mutex_wo_ownership,
@@ -506,6 +513,12 @@ class win_thread : public win_waitable_object {
     handle_ = detail::CreateThread(&Start, this, info);
   }
   bool started() const { return handle_ >= 0; }
+  // Made in a per-execution pool (New), not on the tracked heap: as in
+  // Relacy, a thread handle left open is not a leak (Relacy's own tests
+  // never close theirs).
+  template <typename R>
+  static win_thread* New(R (*fn)(void*), void* param, debug_info info);
+  void Dispose() override { this->~win_thread(); }
   bool SignalLocked(const debug_info&) override { return false; }
   bool Ready(unsigned) const override {
     return end_ >= 0 && detail::Ends().finished[end_];
@@ -538,6 +551,32 @@ class win_thread : public win_waitable_object {
   int handle_ = -1;
   int end_ = -1;  // its ThreadEnds entry
 };
+
+namespace detail {
+// The handles of the threads created in the running execution.
+struct ThreadHandles {
+  alignas(win_thread) unsigned char buf[ThreadEnds::kMax][sizeof(win_thread)];
+  unsigned count = 0;
+  uint64_t gen = ~uint64_t{0};
+};
+inline ThreadHandles& Threads() {
+  static ThreadHandles h;
+  if (h.gen != Generation()) {
+    h.gen = Generation();
+    h.count = 0;
+  }
+  return h;
+}
+}  // namespace detail
+template <typename R>
+win_thread* win_thread::New(R (*fn)(void*), void* param, debug_info info) {
+  detail::ThreadHandles& h = detail::Threads();
+  if (h.count >= detail::ThreadEnds::kMax) return nullptr;
+  auto* t = new (h.buf[h.count++]) win_thread(fn, param, info);
+  if (t->started()) return t;
+  t->Dispose();
+  return nullptr;
+}
 
 namespace detail {
 inline constexpr long kWaitTimedOut = -1;
@@ -610,8 +649,11 @@ inline void TakeChosen(LockSet& l, unsigned long n,
                        win_waitable_object* const* h, bool wait_all, long r,
                        unsigned me) {
   for (unsigned long i = 0; i < n; ++i) {
-    if (r >= 0 && (wait_all || static_cast<long>(i) == r) && h[i]->Take(me))
-      MarkChanged(l, h[i]);
+    if (r < 0 || (!wait_all && static_cast<long>(i) != r)) continue;
+    // Granted (taken for the thread when signaled) or pulsed: nothing
+    // left to take.
+    if ((h[i]->State().released & ThreadBit(me)) != 0) continue;
+    if (h[i]->Take(me)) MarkChanged(l, h[i]);
   }
   for (unsigned long i = 0; i < n; ++i) {
     WaitState& s = h[i]->State();
@@ -649,7 +691,10 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
     LockAll(l, info);
     if (to_signal != nullptr) {
       const bool ok = to_signal->SignalLocked(info);
-      if (ok) MarkChanged(l, to_signal);
+      if (ok) {
+        to_signal->GrantLocked(info);
+        MarkChanged(l, to_signal);
+      }
       to_signal = nullptr;
       if (!ok) {
         UnlockAll(l, info);
@@ -701,6 +746,33 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
   }
 }
 }  // namespace detail
+
+inline void win_waitable_object::GrantLocked(const debug_info& info) {
+  detail::WaitState& s = State();
+  detail::Doorbells& d = detail::Bells();
+  for (;;) {
+    // Registered wait-any waiters not released through another object yet
+    // that the object could satisfy now.
+    uint64_t candidates = 0;
+    for (uint64_t m = s.waiting & ~d.pulsed; m != 0; m &= m - 1) {
+      const unsigned t = static_cast<unsigned>(__builtin_ctzll(m));
+      if (Ready(t)) candidates |= detail::ThreadBit(t);
+    }
+    if (candidates == 0) return;
+    // Which waiter Win32 serves first is not specified: explore each.
+    uint64_t chosen = candidates;
+    const unsigned n = static_cast<unsigned>(__builtin_popcountll(chosen));
+    for (unsigned k = n > 1 ? rand(n, info) : 0; k > 0; --k)
+      chosen &= chosen - 1;
+    chosen &= ~(chosen - 1);
+    const unsigned t = static_cast<unsigned>(__builtin_ctzll(chosen));
+    Take(t);  // the waiter's state (a unit, the reset, the ownership)
+    // Its wait returns this object (Choose) without taking it again
+    // (TakeChosen); no other object releases it meanwhile.
+    s.released |= chosen;
+    d.pulsed |= chosen;
+  }
+}
 
 inline bool win_waitable_object::wait(bool try_wait, debug_info info) {
   win_waitable_object* self = this;
@@ -853,7 +925,7 @@ inline int rl_CloseHandle(rl_HANDLE h, debug_info info) {
     return 0;
   }
   h->deinit(info);
-  delete h;  // tracked: an unclosed handle is a MEMORY LEAK
+  h->Dispose();
   return 1;
 }
 
@@ -1016,11 +1088,8 @@ inline rl_HANDLE rl_CreateThread(void* /*security*/, size_t /*stack_size*/,
                                  unsigned long (*fn)(void*), void* param,
                                  unsigned long /*flags*/,
                                  unsigned long* thread_id, debug_info info) {
-  auto* t = new win_thread(fn, param, info);
-  if (!t->started()) {
-    delete t;
-    return nullptr;
-  }
+  win_thread* t = win_thread::New(fn, param, info);
+  if (t == nullptr) return nullptr;
   if (thread_id != nullptr) *thread_id = 0;
   return detail::Opened(t);
 }
@@ -1028,14 +1097,81 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
                                   unsigned (*fn)(void*), void* param,
                                   unsigned /*flags*/, unsigned* thread_id,
                                   debug_info info) {
-  auto* t = new win_thread(fn, param, info);
-  if (!t->started()) {
-    delete t;
-    return 0;
-  }
+  win_thread* t = win_thread::New(fn, param, info);
+  if (t == nullptr) return 0;
   if (thread_id != nullptr) *thread_id = 0;
   return reinterpret_cast<uintptr_t>(
       detail::Opened(static_cast<win_object*>(t)));
+}
+
+// Thread-local storage indexes (TlsAlloc): TLS_MINIMUM_AVAILABLE of them,
+// numbered from 0 as Win32's, each with one value per thread, null in every
+// thread when allocated. The values are the thread's own: no other thread
+// reads them, so they are plain data, not checker accesses. An index holds
+// a heap-model block until TlsFree: one never freed is a MEMORY LEAK (as
+// Relacy reports it).
+inline constexpr unsigned long rl_TLS_OUT_OF_INDEXES = 0xffffffffUL;
+inline constexpr unsigned long rl_ERROR_NO_MORE_ITEMS = 259;
+namespace detail {
+struct TlsTable {
+  static constexpr unsigned kSlots = 64;    // TLS_MINIMUM_AVAILABLE
+  static constexpr unsigned kThreads = 64;  // the widest checker build
+  void* block[kSlots] = {};                 // non-null while allocated
+  void* value[kSlots][kThreads] = {};
+  uint64_t gen = ~uint64_t{0};
+};
+inline TlsTable& Tls() {
+  static TlsTable t;
+  if (t.gen != Generation()) {  // a new execution: no index allocated
+    t.gen = Generation();
+    for (void*& b : t.block) b = nullptr;
+  }
+  return t;
+}
+// The thread's value of an allocated index, or null (ERROR_INVALID_PARAMETER
+// set) for an index not allocated.
+inline void** TlsValue(unsigned long index) {
+  TlsTable& t = Tls();
+  if (index >= TlsTable::kSlots || t.block[index] == nullptr) {
+    LastError().set(rl_ERROR_INVALID_PARAMETER);
+    return nullptr;
+  }
+  const unsigned me = thread_index();
+  return &t.value[index][me < TlsTable::kThreads ? me : 0];
+}
+}  // namespace detail
+inline unsigned long rl_TlsAlloc(debug_info /*info*/) {
+  detail::TlsTable& t = detail::Tls();
+  for (unsigned i = 0; i < detail::TlsTable::kSlots; ++i) {
+    if (t.block[i] != nullptr) continue;
+    t.block[i] = detail::HeapAlloc(1, 0, 0);
+    for (void*& v : t.value[i]) v = nullptr;
+    return i;
+  }
+  detail::LastError().set(rl_ERROR_NO_MORE_ITEMS);
+  return rl_TLS_OUT_OF_INDEXES;
+}
+inline int rl_TlsFree(unsigned long index, debug_info info) {
+  if (detail::TlsValue(index) == nullptr) return 0;
+  detail::TlsTable& t = detail::Tls();
+  detail::HeapFree(t.block[index], 0, info);
+  t.block[index] = nullptr;
+  return 1;
+}
+inline void* rl_TlsGetValue(unsigned long index, debug_info /*info*/) {
+  void** v = detail::TlsValue(index);
+  if (v == nullptr) return nullptr;
+  // Win32 clears the last error on success: a null value is then told
+  // apart from a failure.
+  detail::LastError().set(0);
+  return *v;
+}
+inline int rl_TlsSetValue(unsigned long index, void* value,
+                          debug_info /*info*/) {
+  void** v = detail::TlsValue(index);
+  if (v == nullptr) return 0;
+  *v = value;
+  return 1;
 }
 
 // As Relacy: accepted, no effect on the model (the checker has no CPUs to
@@ -1139,6 +1275,14 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 #define _beginthreadex(sec, stack, fn, param, flags, id) \
   ::rl::rl_beginthreadex((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
+
+#define TLS_OUT_OF_INDEXES ::rl::rl_TLS_OUT_OF_INDEXES
+#define ERROR_NO_MORE_ITEMS ::rl::rl_ERROR_NO_MORE_ITEMS
+#define TlsAlloc() ::rl::rl_TlsAlloc(RL_INFO)
+#define TlsFree(index) ::rl::rl_TlsFree((index), RL_INFO)
+#define TlsGetValue(index) ::rl::rl_TlsGetValue((index), RL_INFO)
+#define TlsSetValue(index, value) \
+  ::rl::rl_TlsSetValue((index), (value), RL_INFO)
 
 #define SetThreadAffinityMask(th, mask) \
   ::rl::rl_SetThreadAffinityMask((th), (mask), RL_INFO)
