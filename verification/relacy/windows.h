@@ -683,6 +683,19 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
   const unsigned me = thread_index();
   const bool try_wait = timeout == 0;
   const bool timed = timeout != rl_INFINITE;
+  if (try_wait && n == 1 && to_signal == nullptr) {
+    // A poll of one object looks first without taking its lock: an RMW
+    // writing back what it read is a read to the checker's spin detection,
+    // so a loop of failed polls is a spin that waits for another thread
+    // (taking the lock would be a write in every iteration: a livelock
+    // under an exhaustive search). Acquire, pairs with: the release store
+    // in UnlockState (the last operation on the object), as a failed poll
+    // acquires. An RMW reads the newest write of the lock word, so a 0
+    // means no holder now: the state read is the object's current one.
+    if (h[0]->State().word.fetch_add(0, mo_acquire, info) == 0 &&
+        Choose(1, h, false, me) < 0)
+      return kWaitTimedOut;
+  }
   LockSet l;
   Prepare(l, n, h, to_signal);
   atomic<uint64_t>* bell = nullptr;
@@ -1028,24 +1041,33 @@ inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
   l->init(true, false, false, false, info);
 }
 
-// CONDITION_VARIABLE: an rl::condition_variable (spurious wake-ups
-// explored, a lost wake-up ends in DEADLOCK) over a CRITICAL_SECTION or an
-// SRWLOCK. A finite timeout is modelled as an infinite wait that may wake
-// spuriously: a program that relies on the time-out to make progress is
-// reported as DEADLOCK.
+// CONDITION_VARIABLE over a CRITICAL_SECTION or an SRWLOCK. Its state is
+// dispatcher data under a lock word, as a waitable object's: a sleeper
+// registers under it before it leaves the lock it holds, and a Wake
+// releases threads registered at that instant only (WakeAll: all; Wake:
+// one, each choice explored), so a thread that starts sleeping after a
+// Wake is not woken by it, and a released thread stays released until its
+// Sleep returns (no stolen wake-up). A spurious wake-up is explored (not
+// twice in a row per thread). A finite timeout may expire whenever nothing
+// changed since the sleeper last looked (as a timed wait for an object:
+// see the top), so a sleep with a timeout never deadlocks; INFINITE
+// sleeps until released (none coming: DEADLOCK).
 // Initialized, it holds a resource until Relacy's DeleteConditionVariable.
-struct rl_CONDITION_VARIABLE : condition_variable {
+inline constexpr unsigned long rl_ERROR_TIMEOUT = 1460;
+struct rl_CONDITION_VARIABLE {
+  rl_CONDITION_VARIABLE() : state(RL_CURRENT_INFO) {}
+  detail::WaitState state;  // waiting: sleepers; released: woken ones
   void* resource = nullptr;
+  // The threads whose last wake-up was spurious, in execution gen.
+  uint64_t spurious = 0;
+  uint64_t gen = ~uint64_t{0};
 };
 inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                            debug_info info) {
-  void* const resource = cv->resource != nullptr
-                             ? cv->resource
-                             : detail::HeapAlloc(1, 0, detail::kHeapResource);
-  cv->~rl_CONDITION_VARIABLE();
-  new (cv) rl_CONDITION_VARIABLE();
-  cv->resource = resource;
-  (void)info;
+  if (cv->resource == nullptr)
+    cv->resource = detail::HeapAlloc(1, 0, detail::kHeapResource);
+  cv->state.Reset(info);
+  cv->spurious = 0;
 }
 inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
                                        debug_info info) {
@@ -1053,19 +1075,101 @@ inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
   detail::HeapFree(cv->resource, detail::kHeapResource, info);
   cv->resource = nullptr;
 }
+namespace detail {
+// Sleeps on cv until released (true), or timed out (false). Called
+// registered, with the user's lock released; rung: the doorbell's value
+// read at the registration.
+inline bool SleepOn(rl_CONDITION_VARIABLE* cv, unsigned long timeout,
+                    atomic<uint64_t>* bell, uint64_t rung,
+                    const debug_info& info) {
+  WaitState& s = cv->state;
+  const uint64_t me = ThreadBit(thread_index());
+  const bool timed = timeout != rl_INFINITE;
+  bool timed_out = timeout == 0;
+  for (;;) {
+    // Until a Wake rings (relaxed: only a hint to look again under the
+    // lock). Timed: woken by any other thread's write, it may also time
+    // out there (both explored). Not a spin with a time-out: its loop
+    // (the user's predicate loop around it) writes the locks in every
+    // iteration, which an exhaustive search would run on for ever.
+    while (!timed_out && bell->load(mo_relaxed, info) == rung) {
+      if (!WaitBlocked(info)) return false;  // unwinding
+      if (timed && rand(2, info) == 1) timed_out = true;
+    }
+    const uint64_t v = LockState(s, info);
+    const bool released = (s.released & me) != 0;
+    if (released || timed_out) {
+      s.waiting &= ~me;
+      s.released &= ~me;
+      s.rung &= ~me;
+      UnlockState(s, v, false, info);
+      return released;
+    }
+    // Relaxed: read with the lock held, which every Wake takes.
+    rung = bell->fetch_or(0, mo_relaxed, info);
+    UnlockState(s, v, false, info);
+  }
+}
+}  // namespace detail
 template <typename Lock>
 inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
-                                     debug_info info) {
-  cv->wait(*l, info);
-  return 1;
+                                     unsigned long timeout, debug_info info) {
+  const unsigned t = thread_index();
+  const uint64_t me = detail::ThreadBit(t);
+  if (cv->gen != detail::Generation()) {
+    cv->gen = detail::Generation();
+    cv->spurious = 0;
+  }
+  const bool spurious = (cv->spurious & me) == 0 && rand(2, info) == 1;
+  cv->spurious = spurious ? cv->spurious | me : cv->spurious & ~me;
+  if (spurious) {  // returns without being woken (Win32 allows it)
+    l->unlock(info);
+    l->lock(info);
+    return 1;
+  }
+  atomic<uint64_t>* bell = detail::Doorbell(t, info);
+  if (bell == nullptr) return 0;  // no doorbell for this thread slot
+  detail::WaitState& s = cv->state;
+  // Registered before the user's lock is released: a Wake by a thread that
+  // takes that lock afterwards finds this thread sleeping.
+  const uint64_t v = detail::LockState(s, info);
+  s.waiting |= me;
+  s.rung |= me;
+  // Relaxed: read with the lock held, which every Wake takes.
+  const uint64_t rung = bell->fetch_or(0, mo_relaxed, info);
+  detail::UnlockState(s, v, false, info);
+  l->unlock(info);
+  const bool woken = detail::SleepOn(cv, timeout, bell, rung, info);
+  l->lock(info);
+  if (!woken) detail::LastError().set(rl_ERROR_TIMEOUT);
+  return woken ? 1 : 0;
 }
+namespace detail {
+// Releases the sleepers registered now (all, or one of them).
+inline void Wake(rl_CONDITION_VARIABLE* cv, bool all, const debug_info& info) {
+  WaitState& s = cv->state;
+  const uint64_t v = LockState(s, info);
+  uint64_t chosen = s.waiting & ~s.released;
+  if (!all && chosen != 0) {
+    // Which sleeper Win32 wakes is not specified: explore each.
+    const unsigned n = static_cast<unsigned>(__builtin_popcountll(chosen));
+    for (unsigned k = n > 1 ? rand(n, info) : 0; k > 0; --k)
+      chosen &= chosen - 1;
+    chosen &= ~(chosen - 1);
+  }
+  s.released |= chosen;
+  // Rings the sleepers; the released one sees its bit when it next takes
+  // the lock (after this release store: synchronizes-with).
+  UnlockState(s, v, chosen != 0, info);
+}
+}  // namespace detail
 inline void rl_WakeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                      debug_info info) {
-  cv->notify_one(info);
+  detail::Wake(cv, false, info);
 }
 inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE* cv,
                                         debug_info info) {
-  cv->notify_all(info);
+  detail::Wake(cv, true, info);
 }
 
 using rl_win_mutex = win_mutex;
@@ -1204,6 +1308,7 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define ERROR_INVALID_HANDLE ::rl::rl_ERROR_INVALID_HANDLE
 #define ERROR_NOT_OWNER ::rl::rl_ERROR_NOT_OWNER
 #define ERROR_TOO_MANY_POSTS ::rl::rl_ERROR_TOO_MANY_POSTS
+#define ERROR_TIMEOUT ::rl::rl_ERROR_TIMEOUT
 #define GetLastError() ::rl::rl_GetLastError()
 #define SetLastError(e) ::rl::rl_SetLastError(e)
 #define CRITICAL_SECTION ::rl::rl_CRITICAL_SECTION
@@ -1261,9 +1366,9 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define InitializeConditionVariable(cv) \
   ::rl::rl_InitializeConditionVariable((cv), RL_INFO)
 #define SleepConditionVariableCS(cv, cs, ms) \
-  ::rl::rl_SleepConditionVariable((cv), (cs), RL_INFO)
+  ::rl::rl_SleepConditionVariable((cv), (cs), (ms), RL_INFO)
 #define SleepConditionVariableSRW(cv, l, ms, flags) \
-  ::rl::rl_SleepConditionVariable((cv), (l), RL_INFO)
+  ::rl::rl_SleepConditionVariable((cv), (l), (ms), RL_INFO)
 #define WakeConditionVariable(cv) ::rl::rl_WakeConditionVariable((cv), RL_INFO)
 #define WakeAllConditionVariable(cv) \
   ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
