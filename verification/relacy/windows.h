@@ -393,10 +393,16 @@ class generic_mutex : public win_object {
       rm_.lock(info);
     else
       m_.lock(info);
+    ++acquisitions_;
   }
   bool try_lock_exclusive(debug_info info = RL_CURRENT_INFO) {
-    return recursive_ ? rm_.try_lock(info) : m_.try_lock(info);
+    const bool ok = recursive_ ? rm_.try_lock(info) : m_.try_lock(info);
+    if (ok) ++acquisitions_;
+    return ok;
   }
+  // How often it was taken (by any thread): a condition-variable sleeper
+  // that sees it change knows another thread held the lock meanwhile.
+  uint64_t acquisitions() const { return acquisitions_; }
   void unlock_exclusive(debug_info info = RL_CURRENT_INFO) {
     if (recursive_)
       rm_.unlock(info);
@@ -415,6 +421,7 @@ class generic_mutex : public win_object {
   mutex m_;
   recursive_mutex rm_;
   bool recursive_ = true;  // CRITICAL_SECTION's default
+  uint64_t acquisitions_ = 0;
 };
 
 // A mutex handle (CreateMutex): recursive, owned by the thread whose wait
@@ -1077,24 +1084,31 @@ inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
 }
 namespace detail {
 // Sleeps on cv until released (true), or timed out (false). Called
-// registered, with the user's lock released; rung: the doorbell's value
+// registered, with the user's lock l released; rung: the doorbell's value
 // read at the registration.
-inline bool SleepOn(rl_CONDITION_VARIABLE* cv, unsigned long timeout,
-                    atomic<uint64_t>* bell, uint64_t rung,
-                    const debug_info& info) {
+template <typename Lock>
+bool SleepOn(rl_CONDITION_VARIABLE* cv, const Lock* l, unsigned long timeout,
+             atomic<uint64_t>* bell, uint64_t rung, const debug_info& info) {
   WaitState& s = cv->state;
   const uint64_t me = ThreadBit(thread_index());
   const bool timed = timeout != rl_INFINITE;
   bool timed_out = timeout == 0;
+  uint64_t seen = l->acquisitions();  // as the sleeper released it
   for (;;) {
     // Until a Wake rings (relaxed: only a hint to look again under the
-    // lock). Timed: woken by any other thread's write, it may also time
-    // out there (both explored). Not a spin with a time-out: its loop
-    // (the user's predicate loop around it) writes the locks in every
-    // iteration, which an exhaustive search would run on for ever.
+    // lock). Timed: it times out once another thread took the user's lock
+    // (it may have changed the predicate) or wrote anything since it went
+    // to sleep; whether a Wake comes first is the schedule's choice. Not a
+    // spin that times out by itself: the predicate loop around it writes
+    // the locks in every iteration, which an exhaustive search would run
+    // on for ever while the other threads never get the lock.
     while (!timed_out && bell->load(mo_relaxed, info) == rung) {
+      if (timed && l->acquisitions() != seen) {
+        timed_out = true;
+        break;
+      }
       if (!WaitBlocked(info)) return false;  // unwinding
-      if (timed && rand(2, info) == 1) timed_out = true;
+      timed_out = timed;
     }
     const uint64_t v = LockState(s, info);
     const bool released = (s.released & me) != 0;
@@ -1122,10 +1136,14 @@ inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
   }
   const bool spurious = (cv->spurious & me) == 0 && rand(2, info) == 1;
   cv->spurious = spurious ? cv->spurious | me : cv->spurious & ~me;
-  if (spurious) {  // returns without being woken (Win32 allows it)
+  if (spurious) {
+    // Returns without being woken (Win32 allows it); with a finite
+    // timeout, as timed out (at once: the same predicate re-check).
     l->unlock(info);
     l->lock(info);
-    return 1;
+    if (timeout == rl_INFINITE) return 1;
+    detail::LastError().set(rl_ERROR_TIMEOUT);
+    return 0;
   }
   atomic<uint64_t>* bell = detail::Doorbell(t, info);
   if (bell == nullptr) return 0;  // no doorbell for this thread slot
@@ -1139,7 +1157,7 @@ inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
   const uint64_t rung = bell->fetch_or(0, mo_relaxed, info);
   detail::UnlockState(s, v, false, info);
   l->unlock(info);
-  const bool woken = detail::SleepOn(cv, timeout, bell, rung, info);
+  const bool woken = detail::SleepOn(cv, l, timeout, bell, rung, info);
   l->lock(info);
   if (!woken) detail::LastError().set(rl_ERROR_TIMEOUT);
   return woken ? 1 : 0;
@@ -1206,6 +1224,17 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
   if (thread_id != nullptr) *thread_id = 0;
   return reinterpret_cast<uintptr_t>(
       detail::Opened(static_cast<win_object*>(t)));
+}
+
+// FlushProcessWriteBuffers: Win32's process-wide barrier (an interrupt
+// that runs a full fence on every processor running a thread of the
+// process). To the checker: a seq_cst fence in every other thread where it
+// stands now, ordered between two seq_cst fences of the caller (each other
+// thread's one happens-after the first and before the second), so an
+// asymmetric Dekker whose fast side has no fence is correct. Relacy's
+// system-wide fence does the same by joining every thread's clock.
+inline void rl_FlushProcessWriteBuffers(debug_info info) {
+  detail::SystemFence(info);
 }
 
 // Thread-local storage indexes (TlsAlloc): TLS_MINIMUM_AVAILABLE of them,
@@ -1381,6 +1410,7 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define _beginthreadex(sec, stack, fn, param, flags, id) \
   ::rl::rl_beginthreadex((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 
+#define FlushProcessWriteBuffers() ::rl::rl_FlushProcessWriteBuffers(RL_INFO)
 #define TLS_OUT_OF_INDEXES ::rl::rl_TLS_OUT_OF_INDEXES
 #define ERROR_NO_MORE_ITEMS ::rl::rl_ERROR_NO_MORE_ITEMS
 #define TlsAlloc() ::rl::rl_TlsAlloc(RL_INFO)
