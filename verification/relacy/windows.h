@@ -3,7 +3,8 @@
 // HANDLE events (with PulseEvent), semaphores and mutexes, CreateThread,
 // WaitForSingleObject(Ex), WaitForMultipleObjects(Ex) (wait-any and
 // wait-all), SignalObjectAndWait, CloseHandle, Sleep / SwitchToThread,
-// GetLastError, and the objects behind them under Relacy's public names
+// GetLastError, TlsAlloc..., FlushProcessWriteBuffers, and the objects
+// behind them under Relacy's public names
 // rl::generic_event, rl::semaphore<Tag>, rl::generic_mutex<Tag>. A test
 // written for Relacy's Win32 shims compiles unchanged and runs on the
 // checker's objects. See docs/verification.md, "The dialect".
@@ -30,18 +31,20 @@
 //    spin: it runs on, or waits for a change), so "signaled later" and
 //    "timed out" are both explored, as in Relacy, and a timed wait never
 //    deadlocks. (Condition variables: see rl_CONDITION_VARIABLE.)
+//  * A signal satisfies the wait-any waits registered on the object at
+//    once (GrantLocked), as Win32 does inside the signaling call.
 // Handles are allocated with the tracked `new`: a handle not closed with
-// CloseHandle is a MEMORY LEAK, as in Relacy.
+// CloseHandle is a MEMORY LEAK, as in Relacy; thread handles come from a
+// per-execution pool and need no CloseHandle (Relacy's tests close none).
 //
 // Unlike Relacy, relacy/relacy.hpp does not include this header (its
 // object-like macros HANDLE, INFINITE, CRITICAL_SECTION... would leak into
 // every primitive compiled for the checker): include relacy/windows.h, or
 // relacy/relacy_std.hpp or relacy/relacy_cli.hpp, which include it.
 // Not provided: WAIT_ABANDONED (a thread ending with a mutex handle owned),
-// queued APCs (alertable waits never return WAIT_IO_COMPLETION),
-// FlushProcessWriteBuffers (Relacy's system-wide fence has no C++20
-// counterpart here), and Win32's Interlocked* C functions (Relacy has none
-// either; its CLI rl::Interlocked is in relacy_cli.hpp).
+// queued APCs (alertable waits never return WAIT_IO_COMPLETION), and
+// Win32's Interlocked* C functions (Relacy has none either; its CLI
+// rl::Interlocked is in relacy_cli.hpp).
 #ifndef PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 #define PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 
