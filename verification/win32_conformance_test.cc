@@ -942,4 +942,248 @@ TEST_CASE("cli: Interlocked return values are .NET's") {
   VERDICT(rl::test_result_success, CliInterlockedValues);
 }
 
+// ------------------------------------------- Relacy's test/ suites (2026)
+
+// FlushProcessWriteBuffers (Relacy's test_FlushProcessWriteBuffers shape):
+// the fast side has no fence; the flush between the slow side's store and
+// load forbids store buffering. Flushing before the store does not (the
+// other thread may run entirely after it), nor does no flush at all.
+enum class Flush { kBetween, kBeforeStore, kNone };
+template <Flush kFlush, unsigned kSlow>
+struct AsymmetricDekker
+    : rl::test_suite<AsymmetricDekker<kFlush, kSlow>, 2> {
+  rl::atomic<int> x[2];
+  int r[2];
+  void before() {
+    x[0].store(0, rl::mo_relaxed);
+    x[1].store(0, rl::mo_relaxed);
+    r[0] = r[1] = 0;
+  }
+  void after() { RL_ASSERT(r[0] == 1 || r[1] == 1); }
+  void thread(unsigned i) {
+    const bool slow = i == kSlow;
+    if (slow && kFlush == Flush::kBeforeStore) FlushProcessWriteBuffers();
+    x[i].store(1, rl::mo_relaxed);
+    if (slow && kFlush == Flush::kBetween) FlushProcessWriteBuffers();
+    r[i] = x[1 - i].load(rl::mo_relaxed);
+  }
+};
+
+TEST_CASE("win32: FlushProcessWriteBuffers fences the other threads") {
+  VERDICT(rl::test_result_success, AsymmetricDekker<Flush::kBetween, 0>);
+  VERDICT(rl::test_result_success, AsymmetricDekker<Flush::kBetween, 1>);
+  VERDICT(rl::test_result_user_assert_failed,
+          AsymmetricDekker<Flush::kBeforeStore, 0>);
+  VERDICT(rl::test_result_user_assert_failed,
+          AsymmetricDekker<Flush::kBeforeStore, 1>);
+  VERDICT(rl::test_result_user_assert_failed,
+          AsymmetricDekker<Flush::kNone, 0>);
+}
+
+// TLS indexes (Relacy's tls_win32_test shape): every thread starts with a
+// null value and sees only its own. kFree == false: the index leaks.
+template <bool kFree>
+struct TlsSlots : rl::test_suite<TlsSlots<kFree>, 3> {
+  unsigned long slot;
+  void before() { slot = TlsAlloc(); }
+  void after() {
+    if (kFree) RL_ASSERT(TlsFree(slot));
+  }
+  void thread(unsigned i) {
+    RL_ASSERT(TlsGetValue(slot) == nullptr);
+    RL_ASSERT(GetLastError() == 0);
+    RL_ASSERT(TlsSetValue(slot, reinterpret_cast<void*>(uintptr_t{i + 10})));
+    rl::yield(1, $);  // let the others set theirs
+    RL_ASSERT(TlsGetValue(slot) == reinterpret_cast<void*>(uintptr_t{i + 10}));
+  }
+};
+
+struct TlsBadIndex : rl::test_suite<TlsBadIndex, 1> {
+  void thread(unsigned) {
+    const unsigned long a = TlsAlloc();
+    const unsigned long b = TlsAlloc();
+    RL_ASSERT(a != b && a != TLS_OUT_OF_INDEXES && b != TLS_OUT_OF_INDEXES);
+    RL_ASSERT(TlsFree(a));
+    RL_ASSERT(!TlsSetValue(a, this));  // freed: ERROR_INVALID_PARAMETER
+    RL_ASSERT(GetLastError() == ERROR_INVALID_PARAMETER);
+    RL_ASSERT(TlsGetValue(a) == nullptr);
+    RL_ASSERT(!TlsFree(a));
+    RL_ASSERT(TlsFree(b));
+  }
+};
+
+TEST_CASE("win32: TlsAlloc values are per thread; an index never freed leaks") {
+  VERDICT(rl::test_result_success, TlsSlots<true>);
+  VERDICT(rl::test_result_memory_leak, TlsSlots<false>);
+  VERDICT(rl::test_result_success, TlsBadIndex);
+}
+
+// Relacy's test_event_atomic / test_semaphore_atomic shape: thread 1 is
+// waiting for `wake` (SignalObjectAndWait) when thread 0 signals it, so the
+// signal satisfies that wait at once and thread 0's poll right after finds
+// nothing left. kAuto == false: a manual-reset event stays signaled.
+enum class Obj { kAutoEvent, kManualEvent, kSemaphore };
+template <Obj kObj>
+struct SignalSatisfiesWaiter
+    : rl::test_suite<SignalSatisfiesWaiter<kObj>, 2> {
+  HANDLE go, wake;
+  HANDLE Make() {
+    if (kObj == Obj::kSemaphore) return CreateSemaphore(0, 0, 2, 0);
+    return CreateEvent(0, kObj == Obj::kManualEvent, 0, 0);
+  }
+  void Signal(HANDLE h) {
+    if (kObj == Obj::kSemaphore)
+      ReleaseSemaphore(h, 1, 0);
+    else
+      SetEvent(h);
+  }
+  void before() {
+    go = Make();
+    wake = Make();
+  }
+  void after() {
+    CloseHandle(go);
+    CloseHandle(wake);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      RL_ASSERT(WaitForSingleObject(go, INFINITE) == WAIT_OBJECT_0);
+      Signal(wake);
+      RL_ASSERT(WaitForSingleObject(wake, 0) == WAIT_TIMEOUT);
+    } else {
+      RL_ASSERT(SignalObjectAndWait(go, wake, INFINITE, 0) == WAIT_OBJECT_0);
+    }
+  }
+};
+
+TEST_CASE("win32: a signal satisfies a waiting thread at once (as Relacy)") {
+  VERDICT(rl::test_result_success, SignalSatisfiesWaiter<Obj::kAutoEvent>);
+  VERDICT(rl::test_result_success, SignalSatisfiesWaiter<Obj::kSemaphore>);
+  VERDICT(rl::test_result_user_assert_failed,
+          SignalSatisfiesWaiter<Obj::kManualEvent>);
+}
+
+// Relacy's test_win_thread closes no thread handle: not a leak (thread
+// handles are no heap blocks, as in Relacy); a second close still is
+// reported.
+template <int kCloses>
+struct ThreadHandleCloses : rl::test_suite<ThreadHandleCloses<kCloses>, 1> {
+  static constexpr unsigned dynamic_thread_count = 1;
+  VAR_T(int) data;
+  static unsigned long RL_STDCALL Run(void* p) {
+    static_cast<ThreadHandleCloses*>(p)->VAR(data) = 1;
+    return 0;
+  }
+  void thread(unsigned) {
+    HANDLE th = CreateThread(0, 0, &ThreadHandleCloses::Run, this, 0, 0);
+    WaitForSingleObject(th, INFINITE);
+    RL_ASSERT(VAR(data) == 1);
+    for (int k = 0; k < kCloses; ++k) CloseHandle(th);
+  }
+};
+
+TEST_CASE("win32: a thread handle left open is no leak; closed twice, is") {
+  VERDICT(rl::test_result_success, ThreadHandleCloses<0>);
+  VERDICT(rl::test_result_success, ThreadHandleCloses<1>);
+  VERDICT(rl::test_result_double_free, ThreadHandleCloses<2>);
+}
+
+// Relacy's test_win_condvar_srw shape: thread 0 wakes all and then sleeps;
+// its own Wake must not be taken by its own later sleep (a stolen wake-up
+// left thread 1 asleep: DEADLOCK before). Thread 1 sleeps with a timeout.
+template <unsigned long kTimeout>
+struct CondvarStolenWake
+    : rl::test_suite<CondvarStolenWake<kTimeout>, 2> {
+  CONDITION_VARIABLE cv;
+  SRWLOCK l;
+  VAR_T(int) stage;
+  void before() {
+    InitializeConditionVariable(&cv);
+    InitializeSRWLock(&l);
+    VAR(stage) = 0;
+  }
+  void after() {
+    DeleteSRWLock(&l);
+    DeleteConditionVariable(&cv);
+  }
+  void thread(unsigned i) {
+    AcquireSRWLockExclusive(&l);
+    if (i == 0) {
+      VAR(stage) += 1;
+      WakeAllConditionVariable(&cv);
+      while (VAR(stage) != 2) SleepConditionVariableSRW(&cv, &l, INFINITE, 0);
+    } else {
+      while (VAR(stage) != 1) SleepConditionVariableSRW(&cv, &l, kTimeout, 0);
+      VAR(stage) += 1;
+      WakeAllConditionVariable(&cv);
+    }
+    ReleaseSRWLockExclusive(&l);
+  }
+};
+
+// A sleep with a timeout is left by the timeout: the flag is set under the
+// lock with no Wake. INFINITE: nothing wakes the sleeper (DEADLOCK).
+template <unsigned long kTimeout>
+struct CondvarTimeoutPoll : rl::test_suite<CondvarTimeoutPoll<kTimeout>, 2> {
+  CONDITION_VARIABLE cv;
+  CRITICAL_SECTION cs;
+  VAR_T(int) flag;
+  void before() {
+    InitializeConditionVariable(&cv);
+    InitializeCriticalSection(&cs);
+    VAR(flag) = 0;
+  }
+  void after() {
+    DeleteCriticalSection(&cs);
+    DeleteConditionVariable(&cv);
+  }
+  void thread(unsigned i) {
+    EnterCriticalSection(&cs);
+    if (i == 0) {
+      VAR(flag) = 1;
+    } else {
+      while (VAR(flag) == 0) {
+        if (!SleepConditionVariableCS(&cv, &cs, kTimeout))
+          RL_ASSERT(GetLastError() == ERROR_TIMEOUT);
+      }
+    }
+    LeaveCriticalSection(&cs);
+  }
+};
+
+TEST_CASE("win32: CONDITION_VARIABLE wakes the sleepers of the moment only") {
+  VERDICT(rl::test_result_success, CondvarStolenWake<1>);
+  VERDICT(rl::test_result_success, CondvarStolenWake<INFINITE>);
+  VERDICT(rl::test_result_success, CondvarTimeoutPoll<10>);
+  VERDICT(rl::test_result_deadlock, CondvarTimeoutPoll<INFINITE>);
+}
+
+// Relacy's test_win_sem shape: a loop of failed polls is a spin, not a
+// livelock, under the exhaustive search. kRelease == false: nobody
+// releases, so the poll loop spins for ever (LIVELOCK).
+template <bool kRelease>
+struct PollLoop : rl::test_suite<PollLoop<kRelease>, 2> {
+  HANDLE sem;
+  VAR_T(int) data;
+  void before() {
+    sem = CreateSemaphore(0, 0, 1, 0);
+    VAR(data) = 0;
+  }
+  void after() { CloseHandle(sem); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      VAR(data) = 1;
+      if (kRelease) ReleaseSemaphore(sem, 1, 0);
+    } else {
+      while (WaitForSingleObject(sem, 0) != WAIT_OBJECT_0) Sleep(0);
+      RL_ASSERT(VAR(data) == 1);
+    }
+  }
+};
+
+TEST_CASE("win32: a poll loop waits for the release") {
+  VERDICT(rl::test_result_success, PollLoop<true>);
+  VERDICT(rl::test_result_livelock, PollLoop<false>);
+}
+
 }  // namespace

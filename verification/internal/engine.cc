@@ -507,6 +507,7 @@ class Engine {
   }
   void ReportUninitialized(const Pending& op);
   void Fence(memory_order mo, const debug_info& info);
+  void SystemFence(const debug_info& info);
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
   size_t AddrHash(const void* p) {
@@ -2964,6 +2965,68 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
 #endif
 }
 
+// FlushProcessWriteBuffers (Win32): a seq_cst fence in every other thread
+// where it stands now, between two of the caller's. Each of them follows
+// the caller's first fence and precedes its second in happens-before (the
+// kernel's interrupt and acknowledgement carry it), so the SC order puts
+// them in between. Where the other threads stand depends on the schedule:
+// the flush is discovered as conflicting with their events so far, so the
+// exhaustive search also runs them after it (Discover()).
+void Engine::SystemFence(const debug_info& info) {
+  if (!in_thread_) {
+    Fence(mo_seq_cst, info);
+    return;
+  }
+  Fence(mo_seq_cst, info);
+  const unsigned me = cur_;
+  const Clock caller = threads_[me].clock;
+  const Clock caller_porf = threads_[me].porf;
+  if (mode_ == Mode::kDfs && p_.lazy_deferral) {
+    for (size_t id = 0; id < events_.size(); ++id) {
+      const Event& r = events_[id];
+      if (r.choice < 0 || r.tid == static_cast<int>(me)) continue;
+      const size_t k = static_cast<size_t>(r.choice);
+      if (k >= pos_ || k >= stack_.size()) continue;
+      Choice& c = stack_[k];
+      if (c.ev != static_cast<int>(id) || c.seg_end.empty()) continue;
+      if (caller_porf.get(r.tid) >= r.idx) continue;
+      c.Enable(c.SegOf(c.cur) + 2);
+    }
+  }
+  Clock joined = caller, joined_porf = caller_porf;
+  for (unsigned t = 0; t < n_; ++t) {
+    ThreadState& th = threads_[t];
+    if (t == me || !(th.started || th.spawned)) continue;
+    if (th.finished) {  // all it did precedes the caller's second fence
+      joined.Join(th.clock);
+      joined_porf.Join(th.porf);
+      continue;
+    }
+    Built& b = built_;
+    b.sc_src.clear();
+    Event& e = NewEvent();
+    e.kind = Kind::kFence;
+    StampLocal(t, e);
+    e.post.Join(caller);
+    e.porf.Join(caller_porf);
+    e.mo = mo_seq_cst;
+    e.info = info;
+    e.acq = e.rel = e.sc = true;
+    e.post.Join(th.acq_pending);
+    b.sc_src.assign(th.sc_pending.begin(), th.sc_pending.end());
+    Push(b);
+    th.idx = e.idx;
+    th.clock = e.post;
+    th.porf = e.porf;
+    th.rel_fence = static_cast<int>(events_.size()) - 1;
+    joined.Join(e.post);
+    joined_porf.Join(e.porf);
+  }
+  threads_[me].clock = joined;
+  threads_[me].porf = joined_porf;
+  Fence(mo_seq_cst, info);
+}
+
 void Engine::Yield(const debug_info& info) {
   (void)info;
   ThreadState& th = threads_[cur_];
@@ -3887,6 +3950,16 @@ void Fence(memory_order mo, const debug_info& info) {
   if (g_engine->aborting() || g_engine->observing()) return;
   EngineScope engine;
   g_engine->Fence(mo, info);
+}
+
+void SystemFence(const debug_info& info) {
+  if (g_generation == 0) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  if (g_engine->aborting() || g_engine->observing()) return;
+  EngineScope engine;
+  g_engine->SystemFence(info);
 }
 
 void Yield(unsigned count, const debug_info& info) {

@@ -165,6 +165,9 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
                memory_order success, memory_order failure,
                const debug_info& info, bool weak = false);
 void Fence(memory_order mo, const debug_info& info);
+// A seq_cst fence in the calling thread and, where each stands now, in
+// every other running thread (Win32's FlushProcessWriteBuffers).
+void SystemFence(const debug_info& info);
 void Yield(unsigned count, const debug_info& info);
 // Blocks the calling thread until another thread writes (a mutex or
 // condition-variable wait). If nothing can ever write again, the run is a

@@ -3,7 +3,8 @@
 // HANDLE events (with PulseEvent), semaphores and mutexes, CreateThread,
 // WaitForSingleObject(Ex), WaitForMultipleObjects(Ex) (wait-any and
 // wait-all), SignalObjectAndWait, CloseHandle, Sleep / SwitchToThread,
-// GetLastError, and the objects behind them under Relacy's public names
+// GetLastError, TlsAlloc..., FlushProcessWriteBuffers, and the objects
+// behind them under Relacy's public names
 // rl::generic_event, rl::semaphore<Tag>, rl::generic_mutex<Tag>. A test
 // written for Relacy's Win32 shims compiles unchanged and runs on the
 // checker's objects. See docs/verification.md, "The dialect".
@@ -30,18 +31,20 @@
 //    spin: it runs on, or waits for a change), so "signaled later" and
 //    "timed out" are both explored, as in Relacy, and a timed wait never
 //    deadlocks. (Condition variables: see rl_CONDITION_VARIABLE.)
+//  * A signal satisfies the wait-any waits registered on the object at
+//    once (GrantLocked), as Win32 does inside the signaling call.
 // Handles are allocated with the tracked `new`: a handle not closed with
-// CloseHandle is a MEMORY LEAK, as in Relacy.
+// CloseHandle is a MEMORY LEAK, as in Relacy; thread handles come from a
+// per-execution pool and need no CloseHandle (Relacy's tests close none).
 //
 // Unlike Relacy, relacy/relacy.hpp does not include this header (its
 // object-like macros HANDLE, INFINITE, CRITICAL_SECTION... would leak into
 // every primitive compiled for the checker): include relacy/windows.h, or
 // relacy/relacy_std.hpp or relacy/relacy_cli.hpp, which include it.
 // Not provided: WAIT_ABANDONED (a thread ending with a mutex handle owned),
-// queued APCs (alertable waits never return WAIT_IO_COMPLETION),
-// FlushProcessWriteBuffers (Relacy's system-wide fence has no C++20
-// counterpart here), and Win32's Interlocked* C functions (Relacy has none
-// either; its CLI rl::Interlocked is in relacy_cli.hpp).
+// queued APCs (alertable waits never return WAIT_IO_COMPLETION), and
+// Win32's Interlocked* C functions (Relacy has none either; its CLI
+// rl::Interlocked is in relacy_cli.hpp).
 #ifndef PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 #define PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 
@@ -62,6 +65,9 @@ inline constexpr unsigned long rl_INFINITE = static_cast<unsigned long>(-1);
 // an execution it is a RESOURCE LEAK. The resource is a heap-model token.
 struct win_object {
   virtual ~win_object() = default;
+  // CloseHandle's end of the object: a handle is a tracked heap block
+  // (unclosed: MEMORY LEAK) unless it says otherwise (a thread handle).
+  virtual void Dispose() { delete this; }
   void deinit(debug_info info = RL_CURRENT_INFO) {
     if (resource_ == nullptr) return;
     detail::HeapFree(resource_, detail::kHeapResource, info);
@@ -210,6 +216,7 @@ struct win_waitable_object : win_object {
   bool signal(debug_info info = RL_CURRENT_INFO) {
     uint64_t v = detail::LockState(*state_, info);
     bool ok = SignalLocked(info);
+    if (ok) GrantLocked(info);
     detail::UnlockState(*state_, v, ok, info);
     return ok;
   }
@@ -222,6 +229,11 @@ struct win_waitable_object : win_object {
   virtual bool Take(unsigned me) = 0;
   detail::WaitState& State() { return *state_; }
   const detail::WaitState& State() const { return *state_; }
+  // With the object's lock held, after it became signaled: satisfies the
+  // wait-any waits registered on it now, as Win32 does inside the signaling
+  // call (an auto-reset event set while a thread waits is taken by that
+  // thread, never by a later poll). Defined below.
+  void GrantLocked(const debug_info& info);
 
  protected:
   // A thread handle keeps its state outside the handle.
@@ -268,6 +280,7 @@ class generic_event : public win_waitable_object {
   void set(debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
     l.changed = SignalLocked(info);
+    if (l.changed) GrantLocked(info);
   }
   void reset(debug_info info = RL_CURRENT_INFO) {
     detail::Locked l(*this, info);
@@ -301,12 +314,7 @@ class generic_event : public win_waitable_object {
   bool Ready(unsigned me) const override {
     return signaled_ || (State().released & detail::ThreadBit(me)) != 0;
   }
-  bool Take(unsigned me) override {
-    detail::WaitState& s = State();
-    if ((s.released & detail::ThreadBit(me)) != 0) {
-      s.released &= ~detail::ThreadBit(me);  // the pulse's wake-up
-      return false;
-    }
+  bool Take(unsigned) override {
     if (manual_reset_) return false;
     signaled_ = false;
     return true;
@@ -339,6 +347,7 @@ class semaphore : public win_waitable_object {
       return false;
     count_ += count;
     l.changed = true;
+    GrantLocked(info);
     return true;
   }
   int get_value(debug_info info = RL_CURRENT_INFO) {
@@ -387,10 +396,16 @@ class generic_mutex : public win_object {
       rm_.lock(info);
     else
       m_.lock(info);
+    ++acquisitions_;
   }
   bool try_lock_exclusive(debug_info info = RL_CURRENT_INFO) {
-    return recursive_ ? rm_.try_lock(info) : m_.try_lock(info);
+    const bool ok = recursive_ ? rm_.try_lock(info) : m_.try_lock(info);
+    if (ok) ++acquisitions_;
+    return ok;
   }
+  // How often it was taken (by any thread): a condition-variable sleeper
+  // that sees it change knows another thread held the lock meanwhile.
+  uint64_t acquisitions() const { return acquisitions_; }
   void unlock_exclusive(debug_info info = RL_CURRENT_INFO) {
     if (recursive_)
       rm_.unlock(info);
@@ -409,6 +424,7 @@ class generic_mutex : public win_object {
   mutex m_;
   recursive_mutex rm_;
   bool recursive_ = true;  // CRITICAL_SECTION's default
+  uint64_t acquisitions_ = 0;
 };
 
 // A mutex handle (CreateMutex): recursive, owned by the thread whose wait
@@ -430,6 +446,7 @@ class win_mutex : public win_waitable_object {
     {
       detail::Locked l(*this, info);
       ok = l.changed = SignalLocked(info);
+      if (ok) GrantLocked(info);
     }
     if (!ok)
       detail::Fail(test_result_unlocking_mutex_wo_ownership,
@@ -506,6 +523,12 @@ class win_thread : public win_waitable_object {
     handle_ = detail::CreateThread(&Start, this, info);
   }
   bool started() const { return handle_ >= 0; }
+  // Made in a per-execution pool (New), not on the tracked heap: as in
+  // Relacy, a thread handle left open is not a leak (Relacy's own tests
+  // never close theirs).
+  template <typename R>
+  static win_thread* New(R (*fn)(void*), void* param, debug_info info);
+  void Dispose() override { this->~win_thread(); }
   bool SignalLocked(const debug_info&) override { return false; }
   bool Ready(unsigned) const override {
     return end_ >= 0 && detail::Ends().finished[end_];
@@ -538,6 +561,32 @@ class win_thread : public win_waitable_object {
   int handle_ = -1;
   int end_ = -1;  // its ThreadEnds entry
 };
+
+namespace detail {
+// The handles of the threads created in the running execution.
+struct ThreadHandles {
+  alignas(win_thread) unsigned char buf[ThreadEnds::kMax][sizeof(win_thread)];
+  unsigned count = 0;
+  uint64_t gen = ~uint64_t{0};
+};
+inline ThreadHandles& Threads() {
+  static ThreadHandles h;
+  if (h.gen != Generation()) {
+    h.gen = Generation();
+    h.count = 0;
+  }
+  return h;
+}
+}  // namespace detail
+template <typename R>
+win_thread* win_thread::New(R (*fn)(void*), void* param, debug_info info) {
+  detail::ThreadHandles& h = detail::Threads();
+  if (h.count >= detail::ThreadEnds::kMax) return nullptr;
+  auto* t = new (h.buf[h.count++]) win_thread(fn, param, info);
+  if (t->started()) return t;
+  t->Dispose();
+  return nullptr;
+}
 
 namespace detail {
 inline constexpr long kWaitTimedOut = -1;
@@ -610,8 +659,11 @@ inline void TakeChosen(LockSet& l, unsigned long n,
                        win_waitable_object* const* h, bool wait_all, long r,
                        unsigned me) {
   for (unsigned long i = 0; i < n; ++i) {
-    if (r >= 0 && (wait_all || static_cast<long>(i) == r) && h[i]->Take(me))
-      MarkChanged(l, h[i]);
+    if (r < 0 || (!wait_all && static_cast<long>(i) != r)) continue;
+    // Granted (taken for the thread when signaled) or pulsed: nothing
+    // left to take.
+    if ((h[i]->State().released & ThreadBit(me)) != 0) continue;
+    if (h[i]->Take(me)) MarkChanged(l, h[i]);
   }
   for (unsigned long i = 0; i < n; ++i) {
     WaitState& s = h[i]->State();
@@ -641,6 +693,19 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
   const unsigned me = thread_index();
   const bool try_wait = timeout == 0;
   const bool timed = timeout != rl_INFINITE;
+  if (try_wait && n == 1 && to_signal == nullptr) {
+    // A poll of one object looks first without taking its lock: an RMW
+    // writing back what it read is a read to the checker's spin detection,
+    // so a loop of failed polls is a spin that waits for another thread
+    // (taking the lock would be a write in every iteration: a livelock
+    // under an exhaustive search). Acquire, pairs with: the release store
+    // in UnlockState (the last operation on the object), as a failed poll
+    // acquires. An RMW reads the newest write of the lock word, so a 0
+    // means no holder now: the state read is the object's current one.
+    if (h[0]->State().word.fetch_add(0, mo_acquire, info) == 0 &&
+        Choose(1, h, false, me) < 0)
+      return kWaitTimedOut;
+  }
   LockSet l;
   Prepare(l, n, h, to_signal);
   atomic<uint64_t>* bell = nullptr;
@@ -649,7 +714,10 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
     LockAll(l, info);
     if (to_signal != nullptr) {
       const bool ok = to_signal->SignalLocked(info);
-      if (ok) MarkChanged(l, to_signal);
+      if (ok) {
+        to_signal->GrantLocked(info);
+        MarkChanged(l, to_signal);
+      }
       to_signal = nullptr;
       if (!ok) {
         UnlockAll(l, info);
@@ -701,6 +769,33 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
   }
 }
 }  // namespace detail
+
+inline void win_waitable_object::GrantLocked(const debug_info& info) {
+  detail::WaitState& s = State();
+  detail::Doorbells& d = detail::Bells();
+  for (;;) {
+    // Registered wait-any waiters not released through another object yet
+    // that the object could satisfy now.
+    uint64_t candidates = 0;
+    for (uint64_t m = s.waiting & ~d.pulsed; m != 0; m &= m - 1) {
+      const unsigned t = static_cast<unsigned>(__builtin_ctzll(m));
+      if (Ready(t)) candidates |= detail::ThreadBit(t);
+    }
+    if (candidates == 0) return;
+    // Which waiter Win32 serves first is not specified: explore each.
+    uint64_t chosen = candidates;
+    const unsigned n = static_cast<unsigned>(__builtin_popcountll(chosen));
+    for (unsigned k = n > 1 ? rand(n, info) : 0; k > 0; --k)
+      chosen &= chosen - 1;
+    chosen &= ~(chosen - 1);
+    const unsigned t = static_cast<unsigned>(__builtin_ctzll(chosen));
+    Take(t);  // the waiter's state (a unit, the reset, the ownership)
+    // Its wait returns this object (Choose) without taking it again
+    // (TakeChosen); no other object releases it meanwhile.
+    s.released |= chosen;
+    d.pulsed |= chosen;
+  }
+}
 
 inline bool win_waitable_object::wait(bool try_wait, debug_info info) {
   win_waitable_object* self = this;
@@ -853,7 +948,7 @@ inline int rl_CloseHandle(rl_HANDLE h, debug_info info) {
     return 0;
   }
   h->deinit(info);
-  delete h;  // tracked: an unclosed handle is a MEMORY LEAK
+  h->Dispose();
   return 1;
 }
 
@@ -956,24 +1051,33 @@ inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
   l->init(true, false, false, false, info);
 }
 
-// CONDITION_VARIABLE: an rl::condition_variable (spurious wake-ups
-// explored, a lost wake-up ends in DEADLOCK) over a CRITICAL_SECTION or an
-// SRWLOCK. A finite timeout is modelled as an infinite wait that may wake
-// spuriously: a program that relies on the time-out to make progress is
-// reported as DEADLOCK.
+// CONDITION_VARIABLE over a CRITICAL_SECTION or an SRWLOCK. Its state is
+// dispatcher data under a lock word, as a waitable object's: a sleeper
+// registers under it before it leaves the lock it holds, and a Wake
+// releases threads registered at that instant only (WakeAll: all; Wake:
+// one, each choice explored), so a thread that starts sleeping after a
+// Wake is not woken by it, and a released thread stays released until its
+// Sleep returns (no stolen wake-up). A spurious wake-up is explored (not
+// twice in a row per thread). A finite timeout may expire whenever nothing
+// changed since the sleeper last looked (as a timed wait for an object:
+// see the top), so a sleep with a timeout never deadlocks; INFINITE
+// sleeps until released (none coming: DEADLOCK).
 // Initialized, it holds a resource until Relacy's DeleteConditionVariable.
-struct rl_CONDITION_VARIABLE : condition_variable {
+inline constexpr unsigned long rl_ERROR_TIMEOUT = 1460;
+struct rl_CONDITION_VARIABLE {
+  rl_CONDITION_VARIABLE() : state(RL_CURRENT_INFO) {}
+  detail::WaitState state;  // waiting: sleepers; released: woken ones
   void* resource = nullptr;
+  // The threads whose last wake-up was spurious, in execution gen.
+  uint64_t spurious = 0;
+  uint64_t gen = ~uint64_t{0};
 };
 inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                            debug_info info) {
-  void* const resource = cv->resource != nullptr
-                             ? cv->resource
-                             : detail::HeapAlloc(1, 0, detail::kHeapResource);
-  cv->~rl_CONDITION_VARIABLE();
-  new (cv) rl_CONDITION_VARIABLE();
-  cv->resource = resource;
-  (void)info;
+  if (cv->resource == nullptr)
+    cv->resource = detail::HeapAlloc(1, 0, detail::kHeapResource);
+  cv->state.Reset(info);
+  cv->spurious = 0;
 }
 inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
                                        debug_info info) {
@@ -981,19 +1085,112 @@ inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
   detail::HeapFree(cv->resource, detail::kHeapResource, info);
   cv->resource = nullptr;
 }
+namespace detail {
+// Sleeps on cv until released (true), or timed out (false). Called
+// registered, with the user's lock l released; rung: the doorbell's value
+// read at the registration.
+template <typename Lock>
+bool SleepOn(rl_CONDITION_VARIABLE* cv, const Lock* l, unsigned long timeout,
+             atomic<uint64_t>* bell, uint64_t rung, const debug_info& info) {
+  WaitState& s = cv->state;
+  const uint64_t me = ThreadBit(thread_index());
+  const bool timed = timeout != rl_INFINITE;
+  bool timed_out = timeout == 0;
+  uint64_t seen = l->acquisitions();  // as the sleeper released it
+  for (;;) {
+    // Until a Wake rings (relaxed: only a hint to look again under the
+    // lock). Timed: it times out once another thread took the user's lock
+    // (it may have changed the predicate) or wrote anything since it went
+    // to sleep; whether a Wake comes first is the schedule's choice. Not a
+    // spin that times out by itself: the predicate loop around it writes
+    // the locks in every iteration, which an exhaustive search would run
+    // on for ever while the other threads never get the lock.
+    while (!timed_out && bell->load(mo_relaxed, info) == rung) {
+      if (timed && l->acquisitions() != seen) {
+        timed_out = true;
+        break;
+      }
+      if (!WaitBlocked(info)) return false;  // unwinding
+      timed_out = timed;
+    }
+    const uint64_t v = LockState(s, info);
+    const bool released = (s.released & me) != 0;
+    if (released || timed_out) {
+      s.waiting &= ~me;
+      s.released &= ~me;
+      s.rung &= ~me;
+      UnlockState(s, v, false, info);
+      return released;
+    }
+    // Relaxed: read with the lock held, which every Wake takes.
+    rung = bell->fetch_or(0, mo_relaxed, info);
+    UnlockState(s, v, false, info);
+  }
+}
+}  // namespace detail
 template <typename Lock>
 inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
-                                     debug_info info) {
-  cv->wait(*l, info);
-  return 1;
+                                     unsigned long timeout, debug_info info) {
+  const unsigned t = thread_index();
+  const uint64_t me = detail::ThreadBit(t);
+  if (cv->gen != detail::Generation()) {
+    cv->gen = detail::Generation();
+    cv->spurious = 0;
+  }
+  const bool spurious = (cv->spurious & me) == 0 && rand(2, info) == 1;
+  cv->spurious = spurious ? cv->spurious | me : cv->spurious & ~me;
+  if (spurious) {
+    // Returns without being woken (Win32 allows it); with a finite
+    // timeout, as timed out (at once: the same predicate re-check).
+    l->unlock(info);
+    l->lock(info);
+    if (timeout == rl_INFINITE) return 1;
+    detail::LastError().set(rl_ERROR_TIMEOUT);
+    return 0;
+  }
+  atomic<uint64_t>* bell = detail::Doorbell(t, info);
+  if (bell == nullptr) return 0;  // no doorbell for this thread slot
+  detail::WaitState& s = cv->state;
+  // Registered before the user's lock is released: a Wake by a thread that
+  // takes that lock afterwards finds this thread sleeping.
+  const uint64_t v = detail::LockState(s, info);
+  s.waiting |= me;
+  s.rung |= me;
+  // Relaxed: read with the lock held, which every Wake takes.
+  const uint64_t rung = bell->fetch_or(0, mo_relaxed, info);
+  detail::UnlockState(s, v, false, info);
+  l->unlock(info);
+  const bool woken = detail::SleepOn(cv, l, timeout, bell, rung, info);
+  l->lock(info);
+  if (!woken) detail::LastError().set(rl_ERROR_TIMEOUT);
+  return woken ? 1 : 0;
 }
+namespace detail {
+// Releases the sleepers registered now (all, or one of them).
+inline void Wake(rl_CONDITION_VARIABLE* cv, bool all, const debug_info& info) {
+  WaitState& s = cv->state;
+  const uint64_t v = LockState(s, info);
+  uint64_t chosen = s.waiting & ~s.released;
+  if (!all && chosen != 0) {
+    // Which sleeper Win32 wakes is not specified: explore each.
+    const unsigned n = static_cast<unsigned>(__builtin_popcountll(chosen));
+    for (unsigned k = n > 1 ? rand(n, info) : 0; k > 0; --k)
+      chosen &= chosen - 1;
+    chosen &= ~(chosen - 1);
+  }
+  s.released |= chosen;
+  // Rings the sleepers; the released one sees its bit when it next takes
+  // the lock (after this release store: synchronizes-with).
+  UnlockState(s, v, chosen != 0, info);
+}
+}  // namespace detail
 inline void rl_WakeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                      debug_info info) {
-  cv->notify_one(info);
+  detail::Wake(cv, false, info);
 }
 inline void rl_WakeAllConditionVariable(rl_CONDITION_VARIABLE* cv,
                                         debug_info info) {
-  cv->notify_all(info);
+  detail::Wake(cv, true, info);
 }
 
 using rl_win_mutex = win_mutex;
@@ -1016,11 +1213,8 @@ inline rl_HANDLE rl_CreateThread(void* /*security*/, size_t /*stack_size*/,
                                  unsigned long (*fn)(void*), void* param,
                                  unsigned long /*flags*/,
                                  unsigned long* thread_id, debug_info info) {
-  auto* t = new win_thread(fn, param, info);
-  if (!t->started()) {
-    delete t;
-    return nullptr;
-  }
+  win_thread* t = win_thread::New(fn, param, info);
+  if (t == nullptr) return nullptr;
   if (thread_id != nullptr) *thread_id = 0;
   return detail::Opened(t);
 }
@@ -1028,14 +1222,92 @@ inline uintptr_t rl_beginthreadex(void* /*security*/, unsigned /*stack*/,
                                   unsigned (*fn)(void*), void* param,
                                   unsigned /*flags*/, unsigned* thread_id,
                                   debug_info info) {
-  auto* t = new win_thread(fn, param, info);
-  if (!t->started()) {
-    delete t;
-    return 0;
-  }
+  win_thread* t = win_thread::New(fn, param, info);
+  if (t == nullptr) return 0;
   if (thread_id != nullptr) *thread_id = 0;
   return reinterpret_cast<uintptr_t>(
       detail::Opened(static_cast<win_object*>(t)));
+}
+
+// FlushProcessWriteBuffers: Win32's process-wide barrier (an interrupt
+// that runs a full fence on every processor running a thread of the
+// process). To the checker: a seq_cst fence in every other thread where it
+// stands now, ordered between two seq_cst fences of the caller (each other
+// thread's one happens-after the first and before the second), so an
+// asymmetric Dekker whose fast side has no fence is correct. Relacy's
+// system-wide fence does the same by joining every thread's clock.
+inline void rl_FlushProcessWriteBuffers(debug_info info) {
+  detail::SystemFence(info);
+}
+
+// Thread-local storage indexes (TlsAlloc): TLS_MINIMUM_AVAILABLE of them,
+// numbered from 0 as Win32's, each with one value per thread, null in every
+// thread when allocated. The values are the thread's own: no other thread
+// reads them, so they are plain data, not checker accesses. An index holds
+// a heap-model block until TlsFree: one never freed is a MEMORY LEAK (as
+// Relacy reports it).
+inline constexpr unsigned long rl_TLS_OUT_OF_INDEXES = 0xffffffffUL;
+inline constexpr unsigned long rl_ERROR_NO_MORE_ITEMS = 259;
+namespace detail {
+struct TlsTable {
+  static constexpr unsigned kSlots = 64;    // TLS_MINIMUM_AVAILABLE
+  static constexpr unsigned kThreads = 64;  // the widest checker build
+  void* block[kSlots] = {};                 // non-null while allocated
+  void* value[kSlots][kThreads] = {};
+  uint64_t gen = ~uint64_t{0};
+};
+inline TlsTable& Tls() {
+  static TlsTable t;
+  if (t.gen != Generation()) {  // a new execution: no index allocated
+    t.gen = Generation();
+    for (void*& b : t.block) b = nullptr;
+  }
+  return t;
+}
+// The thread's value of an allocated index, or null (ERROR_INVALID_PARAMETER
+// set) for an index not allocated.
+inline void** TlsValue(unsigned long index) {
+  TlsTable& t = Tls();
+  if (index >= TlsTable::kSlots || t.block[index] == nullptr) {
+    LastError().set(rl_ERROR_INVALID_PARAMETER);
+    return nullptr;
+  }
+  const unsigned me = thread_index();
+  return &t.value[index][me < TlsTable::kThreads ? me : 0];
+}
+}  // namespace detail
+inline unsigned long rl_TlsAlloc(debug_info /*info*/) {
+  detail::TlsTable& t = detail::Tls();
+  for (unsigned i = 0; i < detail::TlsTable::kSlots; ++i) {
+    if (t.block[i] != nullptr) continue;
+    t.block[i] = detail::HeapAlloc(1, 0, 0);
+    for (void*& v : t.value[i]) v = nullptr;
+    return i;
+  }
+  detail::LastError().set(rl_ERROR_NO_MORE_ITEMS);
+  return rl_TLS_OUT_OF_INDEXES;
+}
+inline int rl_TlsFree(unsigned long index, debug_info info) {
+  if (detail::TlsValue(index) == nullptr) return 0;
+  detail::TlsTable& t = detail::Tls();
+  detail::HeapFree(t.block[index], 0, info);
+  t.block[index] = nullptr;
+  return 1;
+}
+inline void* rl_TlsGetValue(unsigned long index, debug_info /*info*/) {
+  void** v = detail::TlsValue(index);
+  if (v == nullptr) return nullptr;
+  // Win32 clears the last error on success: a null value is then told
+  // apart from a failure.
+  detail::LastError().set(0);
+  return *v;
+}
+inline int rl_TlsSetValue(unsigned long index, void* value,
+                          debug_info /*info*/) {
+  void** v = detail::TlsValue(index);
+  if (v == nullptr) return 0;
+  *v = value;
+  return 1;
 }
 
 // As Relacy: accepted, no effect on the model (the checker has no CPUs to
@@ -1068,6 +1340,7 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define ERROR_INVALID_HANDLE ::rl::rl_ERROR_INVALID_HANDLE
 #define ERROR_NOT_OWNER ::rl::rl_ERROR_NOT_OWNER
 #define ERROR_TOO_MANY_POSTS ::rl::rl_ERROR_TOO_MANY_POSTS
+#define ERROR_TIMEOUT ::rl::rl_ERROR_TIMEOUT
 #define GetLastError() ::rl::rl_GetLastError()
 #define SetLastError(e) ::rl::rl_SetLastError(e)
 #define CRITICAL_SECTION ::rl::rl_CRITICAL_SECTION
@@ -1125,9 +1398,9 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define InitializeConditionVariable(cv) \
   ::rl::rl_InitializeConditionVariable((cv), RL_INFO)
 #define SleepConditionVariableCS(cv, cs, ms) \
-  ::rl::rl_SleepConditionVariable((cv), (cs), RL_INFO)
+  ::rl::rl_SleepConditionVariable((cv), (cs), (ms), RL_INFO)
 #define SleepConditionVariableSRW(cv, l, ms, flags) \
-  ::rl::rl_SleepConditionVariable((cv), (l), RL_INFO)
+  ::rl::rl_SleepConditionVariable((cv), (l), (ms), RL_INFO)
 #define WakeConditionVariable(cv) ::rl::rl_WakeConditionVariable((cv), RL_INFO)
 #define WakeAllConditionVariable(cv) \
   ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
@@ -1139,6 +1412,15 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
   ::rl::rl_CreateThread((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
 #define _beginthreadex(sec, stack, fn, param, flags, id) \
   ::rl::rl_beginthreadex((sec), (stack), (fn), (param), (flags), (id), RL_INFO)
+
+#define FlushProcessWriteBuffers() ::rl::rl_FlushProcessWriteBuffers(RL_INFO)
+#define TLS_OUT_OF_INDEXES ::rl::rl_TLS_OUT_OF_INDEXES
+#define ERROR_NO_MORE_ITEMS ::rl::rl_ERROR_NO_MORE_ITEMS
+#define TlsAlloc() ::rl::rl_TlsAlloc(RL_INFO)
+#define TlsFree(index) ::rl::rl_TlsFree((index), RL_INFO)
+#define TlsGetValue(index) ::rl::rl_TlsGetValue((index), RL_INFO)
+#define TlsSetValue(index, value) \
+  ::rl::rl_TlsSetValue((index), (value), RL_INFO)
 
 #define SetThreadAffinityMask(th, mask) \
   ::rl::rl_SetThreadAffinityMask((th), (mask), RL_INFO)
