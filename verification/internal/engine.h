@@ -171,6 +171,14 @@ void Yield(unsigned count, const debug_info& info);
 // thread: then the run already failed): the caller stops waiting and goes
 // on with dummy state instead of looping.
 bool WaitBlocked(const debug_info& info);
+// As WaitBlocked, but a write does not wake the thread: only Notify does
+// (C++20 atomic waiting, futex). Stale last read: as WaitBlocked.
+bool WaitNotified(const debug_info& info);
+// Wakes thread if it is blocked in WaitNotified (else nothing). With
+// synchronize, what the caller did so far happens before the woken
+// thread's next step (a futex wake); without, nothing is ordered (C++20
+// notify_one / notify_all are no release operations).
+void Notify(unsigned thread, bool synchronize);
 unsigned Rand(unsigned limit, const debug_info& info);
 unsigned ThreadIndex();
 // Dynamic threads (rl::dyn_thread, pthread_create): a checker thread running

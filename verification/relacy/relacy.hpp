@@ -238,6 +238,57 @@ struct NoWideValues {
   void Clear() {}
 };
 
+// The threads blocked in one object's C++20 wait or futex wait (the
+// kernel's wait queue of that word). Checker bookkeeping, not modelled
+// memory: it changes only while one checker thread runs, between its
+// operations, so a wait's last load and its parking are one step, as
+// under the kernel's futex lock (WaitNotified prunes a park whose load was
+// stale). Reset with each execution.
+class WaitQueue {
+ public:
+  enum ParkResult { kWoken, kRetry, kGaveUp };
+  // Blocks the calling thread until Wake picks it. kRetry: it did not
+  // block (a sampled run's stale load: look again); kGaveUp: unwinding.
+  ParkResult Park(const debug_info& info) {
+    Sync();
+    const uint64_t bit = Bit(ThreadIndex());
+    parked_ |= bit;
+    const bool waited = WaitNotified(info);
+    const bool woken = (parked_ & bit) == 0;
+    parked_ &= ~bit;
+    if (woken) return kWoken;
+    return waited ? kRetry : kGaveUp;
+  }
+  // Wakes up to n parked threads, returns how many. Which ones, when not
+  // all: every choice is explored. synchronize: see detail::Notify.
+  unsigned Wake(unsigned n, bool synchronize, const debug_info& info) {
+    Sync();
+    unsigned woken = 0;
+    for (; woken < n && parked_ != 0; ++woken) {
+      uint64_t m = parked_;
+      const unsigned count = static_cast<unsigned>(__builtin_popcountll(m));
+      if (n - woken < count) {
+        for (unsigned k = Rand(count, info); k > 0; --k) m &= m - 1;
+      }
+      const unsigned t = static_cast<unsigned>(__builtin_ctzll(m));
+      parked_ &= ~Bit(t);
+      Notify(t, synchronize);
+    }
+    return woken;
+  }
+
+ private:
+  static uint64_t Bit(unsigned t) { return t < 64 ? uint64_t{1} << t : 0; }
+  void Sync() {
+    if (gen_ != Generation()) {
+      gen_ = Generation();
+      parked_ = 0;
+    }
+  }
+  uint64_t parked_ = 0;
+  uint64_t gen_ = 0;
+};
+
 }  // namespace detail
 
 template <typename T>
@@ -280,6 +331,11 @@ class atomic_proxy {
   T fetch_xor(T v, memory_order mo = mo_seq_cst) {
     return a_->fetch_xor(v, mo, info_);
   }
+  void wait(T old, memory_order mo = mo_seq_cst) const {
+    a_->wait(old, mo, info_);
+  }
+  void notify_one() { a_->notify_one(info_); }
+  void notify_all() { a_->notify_all(info_); }
   operator T() const { return load(); }  // NOLINT
   T operator=(T v) {
     store(v);
@@ -307,6 +363,9 @@ class atomic_proxy_const {
   atomic_proxy_const(const atomic<T>* a, debug_info info)
       : a_(a), info_(info) {}
   T load(memory_order mo = mo_seq_cst) const { return a_->load(mo, info_); }
+  void wait(T old, memory_order mo = mo_seq_cst) const {
+    a_->wait(old, mo, info_);
+  }
   operator T() const { return load(); }  // NOLINT
 
  private:
@@ -408,6 +467,28 @@ class atomic {
     else
       return Rmw(detail::RmwOp::kXor, v, mo, info);
   }
+
+  // C++20 atomic waiting: returns once a load (mo) reads a value other
+  // than old; in between the thread blocks until notify_one / notify_all
+  // picks it. A wait nothing ends is a DEADLOCK. Spurious wake-ups are not
+  // explored: the wait looks again and returns only on a change, which an
+  // earlier look could have read as well. Notifying orders nothing (C++20
+  // [atomics.wait]: no release / acquire), so only the value read does.
+  void wait(T old, memory_order mo = mo_seq_cst,
+            debug_info info = RL_CURRENT_INFO) const {
+    for (;;) {
+      if (!SameValue(load(mo, info), old) || !Live()) return;
+      if (waiters_.Park(info) == detail::WaitQueue::kGaveUp) return;
+    }
+  }
+  void notify_one(debug_info info = RL_CURRENT_INFO) {
+    waiters_.Wake(1, /*synchronize=*/false, info);
+  }
+  void notify_all(debug_info info = RL_CURRENT_INFO) {
+    waiters_.Wake(~0u, /*synchronize=*/false, info);
+  }
+  // The threads blocked on this object (C++20 wait, the POSIX futex shim).
+  detail::WaitQueue& wait_queue() const { return waiters_; }
 
   operator T() const { return load(); }  // NOLINT
   T operator=(T v) {
@@ -546,6 +627,7 @@ class atomic {
 
   int loc_ = -1;
   uint64_t gen_ = 0;
+  mutable detail::WaitQueue waiters_;
   T plain_;  // used only outside an execution
   [[no_unique_address]] std::conditional_t<kWide, detail::WideValues<T>,
                                            detail::NoWideValues>
@@ -676,10 +758,21 @@ class atomic_flag {
             debug_info info = RL_CURRENT_INFO) const {
     return f_.load(mo, info);
   }
+  // C++20 waiting, as rl::atomic's.
+  void wait(bool old, memory_order mo = mo_seq_cst,
+            debug_info info = RL_CURRENT_INFO) const {
+    f_.wait(old, mo, info);
+  }
+  void notify_one(debug_info info = RL_CURRENT_INFO) { f_.notify_one(info); }
+  void notify_all(debug_info info = RL_CURRENT_INFO) { f_.notify_all(info); }
 
  private:
   atomic<bool> f_;
 };
+// Relacy's initializer of a clear flag (`rl::atomic_flag f =
+// RL_ATOMIC_FLAG_INIT;`): the default-constructed flag, attributed to the
+// line that uses it.
+#define RL_ATOMIC_FLAG_INIT ::rl::atomic_flag()
 
 // Mutexes, modelled with the checker's own atomics so the search explores
 // every acquisition order: lock() is an acquire CAS of a state word that
