@@ -366,8 +366,6 @@ struct ThreadVars {
   // while > 0 every read must repeat the previous iteration's.
   unsigned continuing = 0;
   bool sync_wait = false;  // blocked in a mutex / condition variable wait
-  // Of those, blocked in WaitNotified: only Notify wakes it, not a write.
-  bool notify_wait = false;
   int spurious_loc = -1;   // last CAS on this location failed spuriously
   bool released = false;   // resumed with nobody able to write
   int noabort = 0;         // depth of no-abort sections (NoAbort)
@@ -491,8 +489,9 @@ class Engine {
                 const void* addr);
   uint64_t Op(Pending op);
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
-  bool WaitBlocked(const debug_info& info, bool notify = false);
-  void Notify(unsigned thread, bool synchronize);
+  bool WaitBlocked(const debug_info& info);
+  // A side location's initialization races with nothing (NewSideAtomic).
+  void ForgetInit(int loc) { locs_[loc].init = -1; }
   void* HeapAlloc(size_t size, size_t align, int kind);
   // Returns false if p is not the execution's and report_foreign is off
   // (the caller frees it for real).
@@ -1937,7 +1936,7 @@ void Engine::AfterWrite(unsigned t, int loc) {
     ThreadState& th = threads_[i];
     th.released = false;
     if (i == t || !th.blocked) continue;
-    bool wake = th.sync_wait && !th.notify_wait;
+    bool wake = th.sync_wait;
     for (size_t k = 0; !wake && k < th.prev_reads.size(); ++k)
       wake = th.prev_reads[k].loc == loc;
     if (wake) th.blocked = false;
@@ -3009,7 +3008,7 @@ void Engine::Yield(const debug_info& info) {
   SwitchToScheduler();
 }
 
-bool Engine::WaitBlocked(const debug_info& info, bool notify) {
+bool Engine::WaitBlocked(const debug_info& info) {
   ThreadState& th = threads_[cur_];
   if (!in_thread_) {
     Fail(test_result_deadlock,
@@ -3034,29 +3033,13 @@ bool Engine::WaitBlocked(const debug_info& info, bool notify) {
   if (stale) return true;
   th.blocked = true;
   th.sync_wait = true;
-  th.notify_wait = notify;
   th.op = Pending();
   th.op.kind = OpKind::kResume;
   th.op.info = info;
   th.pending = true;
   SwitchToScheduler();
   th.sync_wait = false;
-  th.notify_wait = false;
   return true;
-}
-
-// Wakes a thread blocked in WaitNotified. Its continuation depends on the
-// notifier's past (porf), and with synchronize that past also happens
-// before it (a futex wake, through the kernel's lock).
-void Engine::Notify(unsigned thread, bool synchronize) {
-  if (!in_thread_ || thread >= n_ || thread == cur_) return;
-  ThreadState& th = threads_[thread];
-  if (th.finished || !th.blocked || !th.notify_wait) return;
-  const ThreadState& me = threads_[cur_];
-  th.blocked = false;
-  th.porf.Join(me.porf);
-  if (synchronize) th.clock.Join(me.clock);
-  stalled_rounds_ = 0;
 }
 
 int Engine::CreateThread(void* (*fn)(void*), void* arg,
@@ -3896,22 +3879,16 @@ void Yield(unsigned count, const debug_info& info) {
   g_engine->Yield(info);
 }
 
+int NewSideAtomic(uint64_t init, const debug_info& info) {
+  const int loc = NewAtomic(8, init, info);
+  if (loc >= 0 && g_generation != 0) g_engine->ForgetInit(loc);
+  return loc;
+}
+
 bool WaitBlocked(const debug_info& info) {
   if (g_generation == 0 || g_engine->aborting()) return false;
   EngineScope engine;
   return g_engine->WaitBlocked(info);
-}
-
-bool WaitNotified(const debug_info& info) {
-  if (g_generation == 0 || g_engine->aborting()) return false;
-  EngineScope engine;
-  return g_engine->WaitBlocked(info, /*notify=*/true);
-}
-
-void Notify(unsigned thread, bool synchronize) {
-  if (g_generation == 0 || g_engine->aborting()) return;
-  EngineScope engine;
-  g_engine->Notify(thread, synchronize);
 }
 
 unsigned Rand(unsigned limit, const debug_info& info) {

@@ -154,6 +154,11 @@ uint64_t Generation();
 
 int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
               const void* addr = nullptr, size_t size = 0);
+// A 64-bit location of the front end's own bookkeeping (a wait queue),
+// made on first use by whichever thread: its initialization is no write
+// an access could race with (a thread that never synchronized with the
+// maker reads the initial value as a relaxed load would).
+int NewSideAtomic(uint64_t init, const debug_info& info);
 uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info);
 void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info);
 uint64_t AtomicRmw(int loc, RmwOp op, uint64_t operand, memory_order mo,
@@ -171,14 +176,6 @@ void Yield(unsigned count, const debug_info& info);
 // thread: then the run already failed): the caller stops waiting and goes
 // on with dummy state instead of looping.
 bool WaitBlocked(const debug_info& info);
-// As WaitBlocked, but a write does not wake the thread: only Notify does
-// (C++20 atomic waiting, futex). Stale last read: as WaitBlocked.
-bool WaitNotified(const debug_info& info);
-// Wakes thread if it is blocked in WaitNotified (else nothing). With
-// synchronize, what the caller did so far happens before the woken
-// thread's next step (a futex wake); without, nothing is ordered (C++20
-// notify_one / notify_all are no release operations).
-void Notify(unsigned thread, bool synchronize);
 unsigned Rand(unsigned limit, const debug_info& info);
 unsigned ThreadIndex();
 // Dynamic threads (rl::dyn_thread, pthread_create): a checker thread running

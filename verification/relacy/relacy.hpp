@@ -238,54 +238,115 @@ struct NoWideValues {
   void Clear() {}
 };
 
-// The threads blocked in one object's C++20 wait or futex wait (the
-// kernel's wait queue of that word). Checker bookkeeping, not modelled
-// memory: it changes only while one checker thread runs, between its
-// operations, so a wait's last load and its parking are one step, as
-// under the kernel's futex lock (WaitNotified prunes a park whose load was
-// stale). Reset with each execution.
+// The threads waiting on one object: an rl::atomic's C++20 waiters, a
+// futex word's, a POSIX condition variable's. A checker location (made on
+// first use in each execution) holding a bit per registered thread and a
+// lock bit, so that whoever wakes reads who waits like any other load: the
+// search explores a waker that comes before a waiter registers and one
+// that comes after. A registered thread sleeps until a waker clears its
+// bit; in between it is woken by every write, looks at its bit and goes
+// back to sleep.
 class WaitQueue {
  public:
-  enum ParkResult { kWoken, kRetry, kGaveUp };
-  // Blocks the calling thread until Wake picks it. kRetry: it did not
-  // block (a sampled run's stale load: look again); kGaveUp: unwinding.
-  ParkResult Park(const debug_info& info) {
-    Sync();
-    const uint64_t bit = Bit(ThreadIndex());
-    parked_ |= bit;
-    const bool waited = WaitNotified(info);
-    const bool woken = (parked_ & bit) == 0;
-    parked_ &= ~bit;
-    if (woken) return kWoken;
-    return waited ? kRetry : kGaveUp;
+  // Registers the calling thread (relaxed: the callers order it, see
+  // them).
+  void Register(const debug_info& info) {
+    if (Word(info) >= 0)
+      AtomicRmw(loc_, RmwOp::kOr, Bit(), mo_relaxed, info);
   }
-  // Wakes up to n parked threads, returns how many. Which ones, when not
-  // all: every choice is explored. synchronize: see detail::Notify.
-  unsigned Wake(unsigned n, bool synchronize, const debug_info& info) {
-    Sync();
-    unsigned woken = 0;
-    for (; woken < n && parked_ != 0; ++woken) {
-      uint64_t m = parked_;
-      const unsigned count = static_cast<unsigned>(__builtin_popcountll(m));
-      if (n - woken < count) {
-        for (unsigned k = Rand(count, info); k > 0; --k) m &= m - 1;
+  // Leaves the queue; false if a waker had picked the thread already.
+  // Relaxed: leaving orders nothing.
+  bool Leave(const debug_info& info) {
+    if (Word(info) < 0) return false;
+    return (AtomicRmw(loc_, RmwOp::kAnd, ~Bit(), mo_relaxed, info) &
+            Bit()) != 0;
+  }
+  // Whether a waker has picked the calling thread (mo: the caller's).
+  bool Picked(memory_order mo, const debug_info& info) {
+    if (Word(info) < 0) return true;
+    return (AtomicLoad(loc_, mo, info) & Bit()) == 0;
+  }
+  // Sleeps until a waker picks the calling thread; false when unwinding.
+  bool SleepUntilPicked(memory_order mo, const debug_info& info) {
+    while (!Picked(mo, info))
+      if (!WaitBlocked(info)) return false;
+    return true;
+  }
+  // Wakes up to n registered threads (which ones, when not all: every
+  // choice explored) with one CAS of the given order, after the lock bit
+  // is free; returns how many.
+  unsigned Wake(unsigned n, memory_order mo, const debug_info& info) {
+    if (n == 0 || Word(info) < 0) return 0;
+    // Relaxed: the CAS below decides, on the newest value.
+    uint64_t m = AtomicLoad(loc_, mo_relaxed, info);
+    for (;;) {
+      if ((m & kLock) != 0) {
+        // Held by a futex waiter between its compare and its queueing.
+        if (!WaitBlocked(info)) return 0;
+        m = AtomicLoad(loc_, mo_relaxed, info);
+        continue;
       }
-      const unsigned t = static_cast<unsigned>(__builtin_ctzll(m));
-      parked_ &= ~Bit(t);
-      Notify(t, synchronize);
+      const uint64_t picked = Pick(m, n, info);
+      if (picked == 0) return 0;
+      if (AtomicCas(loc_, &m, m & ~picked, mo, mo_relaxed, info))
+        return static_cast<unsigned>(__builtin_popcountll(picked));
     }
-    return woken;
+  }
+  // The futex's hash-bucket lock: a waiter compares the word and queues
+  // itself under it, so no wake comes in between. Acquire: a holder sees
+  // what the wakers and holders before it did (pairs with the release of
+  // Unlock and of the waker's CAS).
+  void Lock(const debug_info& info) {
+    if (Word(info) < 0) return;
+    uint64_t m = AtomicLoad(loc_, mo_relaxed, info);
+    for (;;) {
+      if ((m & kLock) != 0) {
+        if (!WaitBlocked(info)) return;
+        m = AtomicLoad(loc_, mo_relaxed, info);
+        continue;
+      }
+      if (AtomicCas(loc_, &m, m | kLock, mo_acquire, mo_relaxed, info))
+        return;
+    }
+  }
+  // Drops the lock, registering the calling thread with it if enqueue.
+  // Release: pairs with the acquire of the next Lock and waker's CAS.
+  void Unlock(bool enqueue, const debug_info& info) {
+    if (Word(info) < 0) return;
+    AtomicRmw(loc_, RmwOp::kXor, kLock | (enqueue ? Bit() : 0), mo_release,
+              info);
   }
 
  private:
-  static uint64_t Bit(unsigned t) { return t < 64 ? uint64_t{1} << t : 0; }
-  void Sync() {
-    if (gen_ != Generation()) {
-      gen_ = Generation();
-      parked_ = 0;
-    }
+  static constexpr uint64_t kLock = uint64_t{1} << 63;
+  static uint64_t Bit() {
+    const unsigned t = ThreadIndex();
+    return t < 63 ? uint64_t{1} << t : 0;
   }
-  uint64_t parked_ = 0;
+  // n of the registered threads in m (all of them if there are no more).
+  static uint64_t Pick(uint64_t m, unsigned n, const debug_info& info) {
+    if (static_cast<unsigned>(__builtin_popcountll(m)) <= n) return m;
+    uint64_t picked = 0;
+    for (; n > 0; --n) {
+      uint64_t rest = m & ~picked;
+      const unsigned k = Rand(
+          static_cast<unsigned>(__builtin_popcountll(rest)), info);
+      for (unsigned i = 0; i < k; ++i) rest &= rest - 1;
+      picked |= rest & (~rest + 1);
+    }
+    return picked;
+  }
+  // The location of this execution (-1 outside one).
+  int Word(const debug_info& info) {
+    const uint64_t gen = Generation();
+    if (gen == 0) return -1;
+    if (gen_ != gen) {
+      gen_ = gen;
+      loc_ = NewSideAtomic(0, info);
+    }
+    return loc_;
+  }
+  int loc_ = -1;
   uint64_t gen_ = 0;
 };
 
@@ -469,24 +530,35 @@ class atomic {
   }
 
   // C++20 atomic waiting: returns once a load (mo) reads a value other
-  // than old; in between the thread blocks until notify_one / notify_all
+  // than old; in between the thread sleeps until notify_one / notify_all
   // picks it. A wait nothing ends is a DEADLOCK. Spurious wake-ups are not
   // explored: the wait looks again and returns only on a change, which an
   // earlier look could have read as well. Notifying orders nothing (C++20
-  // [atomics.wait]: no release / acquire), so only the value read does.
+  // [atomics.wait]: no release / acquire); only the value read does.
   void wait(T old, memory_order mo = mo_seq_cst,
             debug_info info = RL_CURRENT_INFO) const {
     for (;;) {
       if (!SameValue(load(mo, info), old) || !Live()) return;
-      if (waiters_.Park(info) == detail::WaitQueue::kGaveUp) return;
+      waiters_.Register(info);
+      // Orders the registration before the second look, against the
+      // fence in Notify (between the notifier's store and its look at the
+      // queue): a notifier that missed the registration stored before a
+      // look that sees its value (C++20 [atomics.order]/4), so no wake-up
+      // is lost. Real implementations have this fence pair too.
+      atomic_thread_fence(mo_seq_cst, info);
+      if (!SameValue(load(mo, info), old)) {
+        // A notify_one that picked this thread before it slept goes to
+        // another waiter, as the kernel would wake one that sleeps.
+        if (!waiters_.Leave(info)) Notify(1, info);
+        return;
+      }
+      // Sleeps until picked. Not pruned when the look above was stale: a
+      // newer store does not wake the waiter, only a notify does.
+      if (!waiters_.SleepUntilPicked(mo_relaxed, info)) return;
     }
   }
-  void notify_one(debug_info info = RL_CURRENT_INFO) {
-    waiters_.Wake(1, /*synchronize=*/false, info);
-  }
-  void notify_all(debug_info info = RL_CURRENT_INFO) {
-    waiters_.Wake(~0u, /*synchronize=*/false, info);
-  }
+  void notify_one(debug_info info = RL_CURRENT_INFO) { Notify(1, info); }
+  void notify_all(debug_info info = RL_CURRENT_INFO) { Notify(~0u, info); }
   // The threads blocked on this object (C++20 wait, the POSIX futex shim).
   detail::WaitQueue& wait_queue() const { return waiters_; }
 
@@ -506,6 +578,13 @@ class atomic {
   T operator^=(T v) { return fetch_xor(v) ^ v; }
 
  private:
+  void Notify(unsigned n, const debug_info& info) const {
+    if (!Live()) return;
+    // Pairs with: the fence in wait() (see there).
+    atomic_thread_fence(mo_seq_cst, info);
+    // Relaxed: notifying is no release (C++20).
+    waiters_.Wake(n, mo_relaxed, info);
+  }
   static memory_order FailureOrder(memory_order mo) {
     if (mo == mo_acq_rel) return mo_acquire;
     if (mo == mo_release) return mo_relaxed;
