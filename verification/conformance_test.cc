@@ -829,10 +829,11 @@ TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
 }
 
 // ------------------------------------------------- C++20 atomic waiting
-// Relacy's verdicts (dvyukov/relacy 9f25438, test/atomic_wait_notify.cpp
-// and atomic_flag.cpp, run side by side): a wait ended by a store and a
-// notify passes; a store without notify, a notify before the store, and
-// one notify_one for two waiters leave a waiter blocked: DEADLOCK.
+// Relacy's verdicts (its test/atomic_wait_notify.cpp and atomic_flag.cpp;
+// these programs too, run side by side with dvyukov/relacy 9f25438): a
+// wait ended by a store and a notify passes; a store without notify, a
+// notify before the store, and one notify_one for two waiters leave a
+// waiter blocked: DEADLOCK.
 enum class Notify { kNone, kOne, kBeforeStore };
 template <Notify kNotify>
 struct WaitNotify : rl::test_suite<WaitNotify<kNotify>, 2> {

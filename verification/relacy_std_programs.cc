@@ -130,6 +130,10 @@ struct Malloc : rl::test_suite<Malloc<kFree>, 2> {
   }
 };
 
+// The rwlock, timed-wait and futex programs below get the same verdicts
+// from real Relacy (dvyukov/relacy 9f25438, random search, with *_init in
+// place of the initializers it lacks).
+
 // Writers increment under the write lock, readers read under the read
 // lock. kReadersWrite: two readers write under read locks, which they
 // hold together: a DATA RACE. kDestroy: without pthread_rwlock_destroy,
