@@ -268,6 +268,12 @@ class WaitQueue {
   }
   // Sleeps until a waker picks the calling thread; false when unwinding.
   bool SleepUntilPicked(memory_order mo, const debug_info& info) {
+    if (Bit() == 0) {
+      // No bit to be picked by (outside the suite's threads): it can never
+      // be woken; WaitBlocked reports that.
+      WaitBlocked(info);
+      return false;
+    }
     while (!Picked(mo, info))
       if (!WaitBlocked(info)) return false;
     return true;
