@@ -828,6 +828,120 @@ TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
   VERDICT(rl::test_result_success, Spellings);
 }
 
+// ------------------------------------------------- C++20 atomic waiting
+// Relacy's verdicts (its test/atomic_wait_notify.cpp and atomic_flag.cpp;
+// these programs too, run side by side with dvyukov/relacy 9f25438): a
+// wait ended by a store and a notify passes; a store without notify, a
+// notify before the store, and one notify_one for two waiters leave a
+// waiter blocked: DEADLOCK.
+enum class Notify { kNone, kOne, kBeforeStore };
+template <Notify kNotify>
+struct WaitNotify : rl::test_suite<WaitNotify<kNotify>, 2> {
+  rl::atomic<int> x{0};
+  void thread(unsigned index) {
+    if (index == 0) {
+      x.wait(0);
+      RL_ASSERT(x.load() == 1);
+    } else {
+      if (kNotify == Notify::kBeforeStore) x.notify_one();
+      x.store(1);
+      if (kNotify == Notify::kOne) x($).notify_one();
+    }
+  }
+};
+TEST_CASE("wait: a store and notify_one end a wait") {
+  VERDICT(rl::test_result_success, WaitNotify<Notify::kOne>);
+}
+TEST_CASE("wait: a store without notify, or a notify before it, DEADLOCK") {
+  VERDICT(rl::test_result_deadlock, WaitNotify<Notify::kNone>);
+  VERDICT(rl::test_result_deadlock, WaitNotify<Notify::kBeforeStore>);
+}
+
+// Thread 0 stores, thread 1 waits: the search must also run the waiter
+// before the store (a look at the value that is then stale, which a store
+// alone does not end: only a notify does).
+template <bool kNotify>
+struct NotifierFirst : rl::test_suite<NotifierFirst<kNotify>, 2> {
+  rl::atomic<int> x{0};
+  void thread(unsigned index) {
+    if (index == 0) {
+      x.store(1);
+      if (kNotify) x.notify_all();
+    } else {
+      x($).wait(0);
+    }
+  }
+};
+TEST_CASE("wait: a waiter numbered after the storing thread") {
+  VERDICT(rl::test_result_success, NotifierFirst<true>);
+  VERDICT(rl::test_result_deadlock, NotifierFirst<false>);
+}
+
+// Two waiters, one notifier (Relacy's test_atomic_notify_one_insufficient
+// and test_atomic_notify_all).
+template <bool kAll>
+struct TwoWaiters : rl::test_suite<TwoWaiters<kAll>, 3> {
+  rl::atomic<int> x{0};
+  void thread(unsigned index) {
+    if (index < 2) {
+      x.wait(0);
+    } else {
+      x.store(1);
+      if (kAll)
+        x.notify_all();
+      else
+        x.notify_one();
+    }
+  }
+};
+TEST_CASE("wait: notify_one wakes one of two waiters, notify_all both") {
+  VERDICT(rl::test_result_deadlock, TwoWaiters<false>);
+  VERDICT(rl::test_result_success, TwoWaiters<true>);
+}
+
+// Notifying orders nothing (C++20 [atomics.wait]); only the value the wait
+// reads does: a relaxed store / wait pair does not publish a plain write.
+template <rl::memory_order kStore, rl::memory_order kWait>
+struct WaitPublish : rl::test_suite<WaitPublish<kStore, kWait>, 2> {
+  rl::atomic<int> x{0};
+  rl::var<int> data{0};
+  void thread(unsigned index) {
+    if (index == 0) {
+      data($) = 1;
+      x.store(1, kStore);
+      x.notify_one();
+    } else {
+      x.wait(0, kWait);
+      RL_ASSERT(data($) == 1);
+    }
+  }
+};
+TEST_CASE("wait: the value read orders, not the notify") {
+  VERDICT(rl::test_result_success,
+          WaitPublish<rl::mo_release, rl::mo_acquire>);
+  VERDICT(rl::test_result_data_race,
+          WaitPublish<rl::mo_relaxed, rl::mo_relaxed>);
+}
+
+// atomic_flag waits as atomic<bool>; RL_ATOMIC_FLAG_INIT is a clear flag.
+template <bool kNotify>
+struct FlagWait : rl::test_suite<FlagWait<kNotify>, 2> {
+  rl::atomic_flag f = RL_ATOMIC_FLAG_INIT;
+  void thread(unsigned index) {
+    if (index == 0) {
+      f.wait(false);
+      RL_ASSERT(f.test());
+    } else {
+      f.test_and_set();
+      if (kNotify) f.notify_all();
+    }
+  }
+};
+TEST_CASE("wait: atomic_flag::wait / notify, RL_ATOMIC_FLAG_INIT") {
+  VERDICT(rl::test_result_success, FlagWait<true>);
+  VERDICT(rl::test_result_deadlock, FlagWait<false>);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------- dynamic threads
@@ -958,6 +1072,24 @@ TEST_CASE("relacy_std: pthread_cond_t in a predicate loop") {
 TEST_CASE("relacy_std: an initialized mutex/cond never destroyed leaks") {
   // Relacy's verdict (dvyukov/relacy 9f25438, run side by side).
   STD_VERDICT(rl::test_result_resource_leak, PthreadCondNotDestroyed);
+}
+TEST_CASE("relacy_std: pthread_rwlock_t: readers share, writers exclude") {
+  STD_VERDICT(rl::test_result_success, RwlockCounter);
+  STD_VERDICT(rl::test_result_data_race, RwlockReadersWrite);
+  STD_VERDICT(rl::test_result_resource_leak, RwlockNotDestroyed);
+}
+TEST_CASE("relacy_std: timed waits may time out, untimed ones deadlock") {
+  STD_VERDICT(rl::test_result_success, CondTimedWaitAlone);
+  STD_VERDICT(rl::test_result_deadlock, CondWaitAlone);
+  STD_VERDICT(rl::test_result_until_condition_hit, MutexTimedLockTimesOut);
+  STD_VERDICT(rl::test_result_success, MutexTryLockSpelling);
+}
+TEST_CASE("relacy_std: futex wait/wake") {
+  STD_VERDICT(rl::test_result_success, FutexNoLostWake);
+  STD_VERDICT(rl::test_result_until_condition_hit, FutexWakeSynchronizes);
+  STD_VERDICT(rl::test_result_until_condition_hit, FutexInterrupted);
+  STD_VERDICT(rl::test_result_deadlock, FutexNobodyWakes);
+  STD_VERDICT(rl::test_result_success, FutexWakeOneOfTwo);
 }
 TEST_CASE("relacy_std: malloc/free are the heap model's") {
   STD_VERDICT(rl::test_result_memory_leak, MallocLeak);

@@ -130,6 +130,147 @@ struct Malloc : rl::test_suite<Malloc<kFree>, 2> {
   }
 };
 
+// The rwlock, timed-wait and futex programs below get the same verdicts
+// from real Relacy (dvyukov/relacy 9f25438, random search, with *_init in
+// place of the initializers it lacks).
+
+// Writers increment under the write lock, readers read under the read
+// lock. kReadersWrite: two readers write under read locks, which they
+// hold together: a DATA RACE. kDestroy: without pthread_rwlock_destroy,
+// RESOURCE LEAK (as a mutex).
+enum class Rw { kCounter, kReadersWrite, kNoDestroy };
+template <Rw kCase>
+struct Rwlock : rl::test_suite<Rwlock<kCase>, 3> {
+  pthread_rwlock_t l;
+  rl::var<int> n{0};
+  void before() { pthread_rwlock_init(&l, nullptr); }
+  void thread(unsigned index) {
+    if (kCase == Rw::kReadersWrite) {
+      if (index == 2) return;
+      pthread_rwlock_rdlock(&l);
+      n($) = static_cast<int>(index);
+      pthread_rwlock_unlock(&l);
+      return;
+    }
+    if (index < 2) {
+      pthread_rwlock_wrlock(&l);
+      n($) = n($) + 1;
+      pthread_rwlock_unlock(&l);
+    } else if (pthread_rwlock_tryrdlock(&l) == 0) {
+      int v = n($);
+      RL_ASSERT(v >= 0 && v <= 2);
+      pthread_rwlock_unlock(&l);
+    }
+  }
+  void after() {
+    if (kCase != Rw::kReadersWrite) RL_ASSERT(n($) == 2);
+    if (kCase != Rw::kNoDestroy) pthread_rwlock_destroy(&l);
+  }
+};
+
+// One thread waits on a condition variable nobody signals: a timed wait
+// times out (Relacy's test_pthread_condvar2 passes), an untimed one is a
+// DEADLOCK.
+template <bool kTimed>
+struct CondAlone : rl::test_suite<CondAlone<kTimed>, 1> {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+  void thread(unsigned) {
+    pthread_mutex_lock(&m);
+    timespec deadline{};
+    int r = kTimed ? pthread_cond_timedwait(&c, &m, &deadline)
+                   : pthread_cond_wait(&c, &m);
+    RL_ASSERT(r == 0 || r == ETIMEDOUT);
+    pthread_mutex_unlock(&m);
+  }
+};
+
+// A timed lock of a mutex another thread holds may time out.
+struct TimedLock : rl::test_suite<TimedLock, 2> {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  void thread(unsigned index) {
+    if (index == 0) {
+      pthread_mutex_lock(&m);
+      pthread_mutex_unlock(&m);
+    } else {
+      timespec deadline{};
+      int r = pthread_mutex_timedlock(&m, &deadline);
+      if (r == 0) pthread_mutex_unlock(&m);
+      RL_UNTIL(r == ETIMEDOUT);
+    }
+  }
+};
+
+// Relacy's spelling pthread_mutex_try_lock: 0 when it took the mutex.
+struct TryLockSpelling : rl::test_suite<TryLockSpelling, 2> {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  rl::var<int> n{0};
+  void thread(unsigned) {
+    if (pthread_mutex_try_lock(&m) == 0) {
+      n($) = n($) + 1;
+      pthread_mutex_unlock(&m);
+    }
+  }
+  void after() { RL_ASSERT(n($) >= 1); }
+};
+
+// Futexes (Relacy's futex(): the error number is returned). kNoLostWake:
+// the waker stores then wakes, the waiter waits while the word is 0; the
+// compare and the queueing are one step, so the waiter is either woken
+// (and the wake counted it) or found the word changed. kSync: a wait that
+// was woken sees what the waker did before (no race on data), and that
+// path is reachable. kIntr: a wait may return EINTR. kNobody: a wait
+// nobody wakes is a DEADLOCK (unless interrupted).
+enum class Fx { kNoLostWake, kSync, kIntr, kNobody };
+template <Fx kCase>
+struct Futex : rl::test_suite<Futex<kCase>, 2> {
+  rl::atomic<int> word{0};
+  rl::var<int> data{0};
+  int woke = 0, waited = EINTR;
+  void thread(unsigned index) {
+    if (index == 0) {
+      if (kCase == Fx::kNobody) return;
+      data($) = 1;
+      word.store(1, rl::mo_relaxed);
+      woke = futex(&word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+    } else if (kCase == Fx::kNoLostWake) {
+      while (word.load(rl::mo_relaxed) == 0)
+        waited = futex(&word, FUTEX_WAIT, 0, nullptr, nullptr, 0);
+    } else {
+      int r = futex(&word, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+      if (kCase == Fx::kSync && r == 0) {
+        RL_ASSERT(data($) == 1);
+        RL_UNTIL(true);
+      }
+      if (kCase == Fx::kIntr) RL_UNTIL(r == EINTR);
+      if (kCase == Fx::kNobody) RL_ASSERT(r == EINTR);
+    }
+  }
+  void after() {
+    if (kCase == Fx::kNoLostWake)
+      RL_ASSERT((waited == 0) == (woke == 1) &&
+                (waited == 0 || waited == EWOULDBLOCK || waited == EINTR));
+  }
+};
+
+// A wake of one with two waiters queued wakes exactly one: the other
+// needs the second wake.
+struct FutexTwoWaiters : rl::test_suite<FutexTwoWaiters, 3> {
+  rl::atomic<int> word{0};
+  std::atomic<int> woken{0};
+  void thread(unsigned index) {
+    if (index == 0) {
+      word.store(1, rl::mo_relaxed);
+      int a = futex(&word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+      int b = futex(&word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+      RL_ASSERT(a <= 1 && b <= 1);
+    } else {
+      while (word.load(rl::mo_relaxed) == 0)
+        futex(&word, FUTEX_WAIT, 0, nullptr, nullptr, 0);
+    }
+  }
+};
+
 }  // namespace
 
 namespace relacy_std_programs {
@@ -153,6 +294,22 @@ rl::test_result_e PthreadCondPredicate() { return Full<CondPredicate<true>>(); }
 rl::test_result_e PthreadCondNotDestroyed() {
   return Full<CondPredicate<false>>();
 }
+rl::test_result_e RwlockCounter() { return Full<Rwlock<Rw::kCounter>>(); }
+rl::test_result_e RwlockReadersWrite() {
+  return Full<Rwlock<Rw::kReadersWrite>>();
+}
+rl::test_result_e RwlockNotDestroyed() {
+  return Full<Rwlock<Rw::kNoDestroy>>();
+}
+rl::test_result_e CondTimedWaitAlone() { return Full<CondAlone<true>>(); }
+rl::test_result_e CondWaitAlone() { return Full<CondAlone<false>>(); }
+rl::test_result_e MutexTimedLockTimesOut() { return Full<TimedLock>(); }
+rl::test_result_e MutexTryLockSpelling() { return Full<TryLockSpelling>(); }
+rl::test_result_e FutexNoLostWake() { return Full<Futex<Fx::kNoLostWake>>(); }
+rl::test_result_e FutexWakeSynchronizes() { return Full<Futex<Fx::kSync>>(); }
+rl::test_result_e FutexInterrupted() { return Full<Futex<Fx::kIntr>>(); }
+rl::test_result_e FutexNobodyWakes() { return Full<Futex<Fx::kNobody>>(); }
+rl::test_result_e FutexWakeOneOfTwo() { return Full<FutexTwoWaiters>(); }
 rl::test_result_e MallocLeak() { return Full<Malloc<false>>(); }
 rl::test_result_e MallocFreed() { return Full<Malloc<true>>(); }
 

@@ -18,6 +18,18 @@ rl::test_result_e SemHandOff();            // SUCCESS
 rl::test_result_e SemMissingPost();        // DEADLOCK
 rl::test_result_e PthreadCondPredicate();  // SUCCESS
 rl::test_result_e PthreadCondNotDestroyed();  // RESOURCE LEAK
+rl::test_result_e RwlockCounter();         // SUCCESS
+rl::test_result_e RwlockReadersWrite();    // DATA RACE
+rl::test_result_e RwlockNotDestroyed();    // RESOURCE LEAK
+rl::test_result_e CondTimedWaitAlone();    // SUCCESS
+rl::test_result_e CondWaitAlone();         // DEADLOCK
+rl::test_result_e MutexTimedLockTimesOut();  // UNTIL CONDITION HIT
+rl::test_result_e MutexTryLockSpelling();  // SUCCESS
+rl::test_result_e FutexNoLostWake();       // SUCCESS
+rl::test_result_e FutexWakeSynchronizes();  // UNTIL CONDITION HIT
+rl::test_result_e FutexInterrupted();      // UNTIL CONDITION HIT
+rl::test_result_e FutexNobodyWakes();      // DEADLOCK
+rl::test_result_e FutexWakeOneOfTwo();     // SUCCESS
 rl::test_result_e MallocLeak();            // MEMORY LEAK
 rl::test_result_e MallocFreed();           // SUCCESS
 

@@ -491,6 +491,8 @@ class Engine {
   uint64_t Op(Pending op);
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read);
+  // A side location's initialization races with nothing (NewSideAtomic).
+  void ForgetInit(int loc) { locs_[loc].init = -1; }
   void* HeapAlloc(size_t size, size_t align, int kind);
   // Returns false if p is not the execution's and report_foreign is off
   // (the caller frees it for real).
@@ -3968,6 +3970,12 @@ void Yield(unsigned count, const debug_info& info) {
     return;
   EngineScope engine;
   g_engine->Yield(info);
+}
+
+int NewSideAtomic(uint64_t init, const debug_info& info) {
+  const int loc = NewAtomic(8, init, info);
+  if (loc >= 0 && g_generation != 0) g_engine->ForgetInit(loc);
+  return loc;
 }
 
 bool WaitBlocked(const debug_info& info, bool on_last_read) {

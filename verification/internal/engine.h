@@ -157,6 +157,11 @@ uint64_t Generation();
 
 int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
               const void* addr = nullptr, size_t size = 0);
+// A 64-bit location of the front end's own bookkeeping (a wait queue),
+// made on first use by whichever thread: its initialization is no write
+// an access could race with (a thread that never synchronized with the
+// maker reads the initial value as a relaxed load would).
+int NewSideAtomic(uint64_t init, const debug_info& info);
 uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info);
 void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info);
 uint64_t AtomicRmw(int loc, RmwOp op, uint64_t operand, memory_order mo,

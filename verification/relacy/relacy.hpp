@@ -282,6 +282,124 @@ struct NoWideValues {
   void Clear() {}
 };
 
+// The threads waiting on one object: an rl::atomic's C++20 waiters, a
+// futex word's, a POSIX condition variable's. A checker location (made on
+// first use in each execution) holding a bit per registered thread and a
+// lock bit, so that whoever wakes reads who waits like any other load: the
+// search explores a waker that comes before a waiter registers and one
+// that comes after. A registered thread sleeps until a waker clears its
+// bit; in between it is woken by every write, looks at its bit and goes
+// back to sleep.
+class WaitQueue {
+ public:
+  // Registers the calling thread (relaxed: the callers order it, see
+  // them).
+  void Register(const debug_info& info) {
+    if (Word(info) >= 0)
+      AtomicRmw(loc_, RmwOp::kOr, Bit(), mo_relaxed, info);
+  }
+  // Leaves the queue; false if a waker had picked the thread already.
+  // Relaxed: leaving orders nothing.
+  bool Leave(const debug_info& info) {
+    if (Word(info) < 0) return false;
+    return (AtomicRmw(loc_, RmwOp::kAnd, ~Bit(), mo_relaxed, info) &
+            Bit()) != 0;
+  }
+  // Whether a waker has picked the calling thread (mo: the caller's).
+  bool Picked(memory_order mo, const debug_info& info) {
+    if (Word(info) < 0) return true;
+    return (AtomicLoad(loc_, mo, info) & Bit()) == 0;
+  }
+  // Sleeps until a waker picks the calling thread; false when unwinding.
+  bool SleepUntilPicked(memory_order mo, const debug_info& info) {
+    if (Bit() == 0) {
+      // No bit to be picked by (outside the suite's threads): it can never
+      // be woken; WaitBlocked reports that.
+      WaitBlocked(info);
+      return false;
+    }
+    while (!Picked(mo, info))
+      if (!WaitBlocked(info)) return false;
+    return true;
+  }
+  // Wakes up to n registered threads (which ones, when not all: every
+  // choice explored) with one CAS of the given order, after the lock bit
+  // is free; returns how many.
+  unsigned Wake(unsigned n, memory_order mo, const debug_info& info) {
+    if (n == 0 || Word(info) < 0) return 0;
+    // Relaxed: the CAS below decides, on the newest value.
+    uint64_t m = AtomicLoad(loc_, mo_relaxed, info);
+    for (;;) {
+      if ((m & kLock) != 0) {
+        // Held by a futex waiter between its compare and its queueing.
+        if (!WaitBlocked(info)) return 0;
+        m = AtomicLoad(loc_, mo_relaxed, info);
+        continue;
+      }
+      const uint64_t picked = Pick(m, n, info);
+      if (picked == 0) return 0;
+      if (AtomicCas(loc_, &m, m & ~picked, mo, mo_relaxed, info))
+        return static_cast<unsigned>(__builtin_popcountll(picked));
+    }
+  }
+  // The futex's hash-bucket lock: a waiter compares the word and queues
+  // itself under it, so no wake comes in between. Acquire: a holder sees
+  // what the wakers and holders before it did (pairs with the release of
+  // Unlock and of the waker's CAS).
+  void Lock(const debug_info& info) {
+    if (Word(info) < 0) return;
+    uint64_t m = AtomicLoad(loc_, mo_relaxed, info);
+    for (;;) {
+      if ((m & kLock) != 0) {
+        if (!WaitBlocked(info)) return;
+        m = AtomicLoad(loc_, mo_relaxed, info);
+        continue;
+      }
+      if (AtomicCas(loc_, &m, m | kLock, mo_acquire, mo_relaxed, info))
+        return;
+    }
+  }
+  // Drops the lock, registering the calling thread with it if enqueue.
+  // Release: pairs with the acquire of the next Lock and waker's CAS.
+  void Unlock(bool enqueue, const debug_info& info) {
+    if (Word(info) < 0) return;
+    AtomicRmw(loc_, RmwOp::kXor, kLock | (enqueue ? Bit() : 0), mo_release,
+              info);
+  }
+
+ private:
+  static constexpr uint64_t kLock = uint64_t{1} << 63;
+  static uint64_t Bit() {
+    const unsigned t = ThreadIndex();
+    return t < 63 ? uint64_t{1} << t : 0;
+  }
+  // n of the registered threads in m (all of them if there are no more).
+  static uint64_t Pick(uint64_t m, unsigned n, const debug_info& info) {
+    if (static_cast<unsigned>(__builtin_popcountll(m)) <= n) return m;
+    uint64_t picked = 0;
+    for (; n > 0; --n) {
+      uint64_t rest = m & ~picked;
+      const unsigned k = Rand(
+          static_cast<unsigned>(__builtin_popcountll(rest)), info);
+      for (unsigned i = 0; i < k; ++i) rest &= rest - 1;
+      picked |= rest & (~rest + 1);
+    }
+    return picked;
+  }
+  // The location of this execution (-1 outside one).
+  int Word(const debug_info& info) {
+    const uint64_t gen = Generation();
+    if (gen == 0) return -1;
+    if (gen_ != gen) {
+      gen_ = gen;
+      loc_ = NewSideAtomic(0, info);
+    }
+    return loc_;
+  }
+  int loc_ = -1;
+  uint64_t gen_ = 0;
+};
+
 }  // namespace detail
 
 template <typename T>
@@ -324,6 +442,11 @@ class atomic_proxy {
   T fetch_xor(T v, memory_order mo = mo_seq_cst) {
     return a_->fetch_xor(v, mo, info_);
   }
+  void wait(T old, memory_order mo = mo_seq_cst) const {
+    a_->wait(old, mo, info_);
+  }
+  void notify_one() { a_->notify_one(info_); }
+  void notify_all() { a_->notify_all(info_); }
   operator T() const { return load(); }  // NOLINT
   T operator=(T v) {
     store(v);
@@ -351,6 +474,9 @@ class atomic_proxy_const {
   atomic_proxy_const(const atomic<T>* a, debug_info info)
       : a_(a), info_(info) {}
   T load(memory_order mo = mo_seq_cst) const { return a_->load(mo, info_); }
+  void wait(T old, memory_order mo = mo_seq_cst) const {
+    a_->wait(old, mo, info_);
+  }
   operator T() const { return load(); }  // NOLINT
 
  private:
@@ -453,6 +579,39 @@ class atomic {
       return Rmw(detail::RmwOp::kXor, v, mo, info);
   }
 
+  // C++20 atomic waiting: returns once a load (mo) reads a value other
+  // than old; in between the thread sleeps until notify_one / notify_all
+  // picks it. A wait nothing ends is a DEADLOCK. Spurious wake-ups are not
+  // explored: the wait looks again and returns only on a change, which an
+  // earlier look could have read as well. Notifying orders nothing (C++20
+  // [atomics.wait]: no release / acquire); only the value read does.
+  void wait(T old, memory_order mo = mo_seq_cst,
+            debug_info info = RL_CURRENT_INFO) const {
+    for (;;) {
+      if (!SameValue(load(mo, info), old) || !Live()) return;
+      waiters_.Register(info);
+      // Orders the registration before the second look, against the
+      // fence in Notify (between the notifier's store and its look at the
+      // queue): a notifier that missed the registration stored before a
+      // look that sees its value (C++20 [atomics.order]/4), so no wake-up
+      // is lost. Real implementations have this fence pair too.
+      atomic_thread_fence(mo_seq_cst, info);
+      if (!SameValue(load(mo, info), old)) {
+        // A notify_one that picked this thread before it slept goes to
+        // another waiter, as the kernel would wake one that sleeps.
+        if (!waiters_.Leave(info)) Notify(1, info);
+        return;
+      }
+      // Sleeps until picked. Not pruned when the look above was stale: a
+      // newer store does not wake the waiter, only a notify does.
+      if (!waiters_.SleepUntilPicked(mo_relaxed, info)) return;
+    }
+  }
+  void notify_one(debug_info info = RL_CURRENT_INFO) { Notify(1, info); }
+  void notify_all(debug_info info = RL_CURRENT_INFO) { Notify(~0u, info); }
+  // The threads blocked on this object (C++20 wait, the POSIX futex shim).
+  detail::WaitQueue& wait_queue() const { return waiters_; }
+
   operator T() const { return load(); }  // NOLINT
   T operator=(T v) {
     store(v);
@@ -469,6 +628,13 @@ class atomic {
   T operator^=(T v) { return fetch_xor(v) ^ v; }
 
  private:
+  void Notify(unsigned n, const debug_info& info) const {
+    if (!Live()) return;
+    // Pairs with: the fence in wait() (see there).
+    atomic_thread_fence(mo_seq_cst, info);
+    // Relaxed: notifying is no release (C++20).
+    waiters_.Wake(n, mo_relaxed, info);
+  }
   static memory_order FailureOrder(memory_order mo) {
     if (mo == mo_acq_rel) return mo_acquire;
     if (mo == mo_release) return mo_relaxed;
@@ -590,6 +756,7 @@ class atomic {
 
   int loc_ = -1;
   uint64_t gen_ = 0;
+  mutable detail::WaitQueue waiters_;
   T plain_;  // used only outside an execution
   [[no_unique_address]] std::conditional_t<kWide, detail::WideValues<T>,
                                            detail::NoWideValues>
@@ -720,10 +887,21 @@ class atomic_flag {
             debug_info info = RL_CURRENT_INFO) const {
     return f_.load(mo, info);
   }
+  // C++20 waiting, as rl::atomic's.
+  void wait(bool old, memory_order mo = mo_seq_cst,
+            debug_info info = RL_CURRENT_INFO) const {
+    f_.wait(old, mo, info);
+  }
+  void notify_one(debug_info info = RL_CURRENT_INFO) { f_.notify_one(info); }
+  void notify_all(debug_info info = RL_CURRENT_INFO) { f_.notify_all(info); }
 
  private:
   atomic<bool> f_;
 };
+// Relacy's initializer of a clear flag (`rl::atomic_flag f =
+// RL_ATOMIC_FLAG_INIT;`): the default-constructed flag, attributed to the
+// line that uses it.
+#define RL_ATOMIC_FLAG_INIT ::rl::atomic_flag()
 
 // Mutexes, modelled with the checker's own atomics so the search explores
 // every acquisition order: lock() is an acquire CAS of a state word that

@@ -161,8 +161,33 @@ struct rl_pthread_mutex_t {
   void* resource = nullptr;
 };
 
+// A condition variable: the threads waiting on it are a wait queue
+// (detail::WaitQueue). A waiter registers while it still holds the mutex,
+// so a signal from a thread that takes the mutex after it is never lost;
+// a signal with nobody registered is (DEADLOCK if the waiter then sleeps
+// forever). The mutex orders the data: the woken waiter relocks it.
 struct rl_pthread_cond_t {
-  condition_variable cv;
+  detail::WaitQueue waiters;
+  // Threads whose last wait woke spuriously: the next one does not (or a
+  // predicate loop would never end), as rl::condition_variable.
+  uint64_t spurious = 0;
+  uint64_t gen = 0;
+  void* resource = nullptr;  // as rl_pthread_mutex_t::resource
+};
+
+// A reader-writer lock: state is -1 while a writer holds it, else the
+// number of readers. Taking it is an acquire CAS, dropping it a release
+// store (writer) or release decrement (reader), so a writer
+// synchronizes-with every earlier holder (the readers' decrements form a
+// release sequence) and a reader with the earlier writers. Who holds it is
+// the checker's bookkeeping, for the ownership checks.
+struct rl_pthread_rwlock_t {
+  rl_pthread_rwlock_t(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : state(0, info) {}
+  atomic<int> state;
+  int writer = -1;
+  uint64_t readers = 0;  // a bit per thread holding read locks
+  unsigned char reads[64] = {};  // how many each holds (POSIX: may nest)
   void* resource = nullptr;  // as rl_pthread_mutex_t::resource
 };
 
@@ -235,6 +260,23 @@ inline int pthread_mutex_trylock(rl::rl_pthread_mutex_t* m,
   bool ok = m->recursive ? m->rm.try_lock(info) : m->m.try_lock(info);
   return ok ? 0 : EBUSY;
 }
+// Relacy's spelling of pthread_mutex_trylock.
+inline int pthread_mutex_try_lock(rl::rl_pthread_mutex_t* m,
+                                  rl::debug_info info = RL_CURRENT_INFO) {
+  return pthread_mutex_trylock(m, info);
+}
+// The deadline may pass at any time: two more tries with a yield in
+// between (a spin the checker waits out for the unlock or runs on), then
+// ETIMEDOUT.
+inline int pthread_mutex_timedlock(rl::rl_pthread_mutex_t* m,
+                                   const void* /*abstime*/,
+                                   rl::debug_info info = RL_CURRENT_INFO) {
+  for (int tries = 0;; ++tries) {
+    if (pthread_mutex_trylock(m, info) == 0) return 0;
+    if (tries == 2) return ETIMEDOUT;
+    rl::yield(1, info);
+  }
+}
 inline int pthread_mutex_unlock(rl::rl_pthread_mutex_t* m,
                                 rl::debug_info info = RL_CURRENT_INFO) {
   if (m->recursive)
@@ -246,8 +288,9 @@ inline int pthread_mutex_unlock(rl::rl_pthread_mutex_t* m,
 
 inline int pthread_cond_init(rl::rl_pthread_cond_t* c, const pthread_condattr_t*,
                              rl::debug_info info = RL_CURRENT_INFO) {
+  (void)info;
   c->resource = rl::detail::TakeResource(c->resource);
-  rl::detail::Reinit(&c->cv, info);
+  c->spurious = 0;
   return 0;
 }
 inline int pthread_cond_destroy(rl::rl_pthread_cond_t* c,
@@ -255,23 +298,184 @@ inline int pthread_cond_destroy(rl::rl_pthread_cond_t* c,
   rl::detail::GiveResource(c->resource, info);
   return 0;
 }
+
+namespace rl::detail {
+// pthread_cond_wait / timedwait (timed: a deadline is given). Returns 0
+// (signalled, or a spurious wake-up, which POSIX allows) or ETIMEDOUT.
+inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
+                    const debug_info& info);
+}  // namespace rl::detail
+
 inline int pthread_cond_wait(rl::rl_pthread_cond_t* c,
                              rl::rl_pthread_mutex_t* m,
                              rl::debug_info info = RL_CURRENT_INFO) {
-  if (m->recursive)
-    c->cv.wait(m->rm, info);
-  else
-    c->cv.wait(m->m, info);
-  return 0;
+  return rl::detail::CondWait(c, m, /*timed=*/false, info);
+}
+// Relacy's programs pass any pointer as the deadline; it is not read.
+inline int pthread_cond_timedwait(rl::rl_pthread_cond_t* c,
+                                  rl::rl_pthread_mutex_t* m,
+                                  const void* /*abstime*/,
+                                  rl::debug_info info = RL_CURRENT_INFO) {
+  return rl::detail::CondWait(c, m, /*timed=*/true, info);
 }
 inline int pthread_cond_signal(rl::rl_pthread_cond_t* c,
                                rl::debug_info info = RL_CURRENT_INFO) {
-  c->cv.notify_one(info);
+  // Relaxed: the mutex orders the data, not the signal.
+  c->waiters.Wake(1, rl::mo_relaxed, info);
   return 0;
 }
 inline int pthread_cond_broadcast(rl::rl_pthread_cond_t* c,
                                   rl::debug_info info = RL_CURRENT_INFO) {
-  c->cv.notify_all(info);
+  // Relaxed: as pthread_cond_signal.
+  c->waiters.Wake(~0u, rl::mo_relaxed, info);
+  return 0;
+}
+
+namespace rl::detail {
+inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
+                    const debug_info& info) {
+  if (c->gen != Generation()) {
+    c->gen = Generation();
+    c->spurious = 0;
+  }
+  const unsigned me = ThreadIndex();
+  const uint64_t bit = me < 64 ? uint64_t{1} << me : 0;
+  c->waiters.Register(info);  // still under the mutex (see the struct)
+  pthread_mutex_unlock(m, info);
+  int result = 0;
+  if (timed) {
+    // The deadline may pass at any time: the waiter looks for its signal
+    // three times, yielding in between (a spin the checker waits out for
+    // the signal or runs on, so a timed wait never deadlocks), then times
+    // out. Relaxed looks: the mutex orders the data.
+    for (int tries = 0;; ++tries) {
+      if (c->waiters.Picked(mo_relaxed, info)) break;
+      if (tries == 2) {
+        if (c->waiters.Leave(info)) result = ETIMEDOUT;
+        break;
+      }
+      yield(1, info);
+    }
+  } else if ((c->spurious & bit) == 0 && rand(2, info) == 1) {
+    // A spurious wake-up (explored; not twice in a row for a thread). A
+    // signal that picked the thread meanwhile is consumed all the same.
+    c->waiters.Leave(info);
+    c->spurious |= bit;
+  } else {
+    c->spurious &= ~bit;
+    c->waiters.SleepUntilPicked(mo_relaxed, info);
+  }
+  pthread_mutex_lock(m, info);
+  return result;
+}
+}  // namespace rl::detail
+
+// Reader-writer locks.
+inline int pthread_rwlock_init(rl::rl_pthread_rwlock_t* l,
+                               const void* /*attr: Relacy's take any*/,
+                               rl::debug_info info = RL_CURRENT_INFO) {
+  void* const resource = rl::detail::TakeResource(l->resource);
+  rl::detail::Reinit(l, info);
+  l->resource = resource;
+  return 0;
+}
+inline int pthread_rwlock_destroy(rl::rl_pthread_rwlock_t* l,
+                                  rl::debug_info info = RL_CURRENT_INFO) {
+  if (l->writer >= 0 || l->readers != 0)
+    rl::detail::Fail(rl::test_result_destroying_owned_mutex,
+                     "pthread_rwlock_destroy of a held lock", info);
+  rl::detail::GiveResource(l->resource, info);
+  return 0;
+}
+
+namespace rl::detail {
+inline uint64_t RwBit() {
+  const unsigned me = ThreadIndex();
+  return me < 64 ? uint64_t{1} << me : 0;
+}
+// One attempt to take it: false if it is held the other way (or by a
+// writer). A CAS that fails because another reader came or went retries.
+// blocking: a lock, not a try (taking it against oneself never ends).
+inline bool RwTryLock(rl_pthread_rwlock_t* l, bool write, bool blocking,
+                      const debug_info& info) {
+  const int me = static_cast<int>(ThreadIndex());
+  const bool reading = (l->readers & RwBit()) != 0;
+  if (l->writer == me || (write && reading)) {
+    if (!blocking) return false;
+    Fail(l->writer == me && write ? test_result_recursion_on_nonrecursive_mutex
+                                  : test_result_deadlock,
+         "a thread waits for a pthread_rwlock_t it holds itself", info);
+    return false;
+  }
+  // Relaxed: only the CAS below, which reads the newest value, decides.
+  int v = l->state.load(mo_relaxed, info);
+  for (;;) {
+    if (write ? v != 0 : v < 0) return false;
+    // Pairs with: the release store / decrement in pthread_rwlock_unlock
+    // of the holders before.
+    if (l->state.compare_exchange_strong(v, write ? -1 : v + 1, mo_acquire,
+                                         mo_relaxed, info))
+      break;
+    if (write) return false;  // a reader came: held the other way now
+  }
+  if (write) {
+    l->writer = me;
+  } else {
+    l->readers |= RwBit();
+    if (me < 64) ++l->reads[me];
+  }
+  return true;
+}
+inline void RwLock(rl_pthread_rwlock_t* l, bool write,
+                   const debug_info& info) {
+  while (!RwTryLock(l, write, /*blocking=*/true, info)) {
+    // Held: until a holder unlocks (pruned if that read was stale);
+    // unwinding: go on without it.
+    if (!WaitBlocked(info)) return;
+  }
+}
+}  // namespace rl::detail
+
+inline int pthread_rwlock_rdlock(rl::rl_pthread_rwlock_t* l,
+                                 rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::RwLock(l, /*write=*/false, info);
+  return 0;
+}
+inline int pthread_rwlock_wrlock(rl::rl_pthread_rwlock_t* l,
+                                 rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::RwLock(l, /*write=*/true, info);
+  return 0;
+}
+inline int pthread_rwlock_tryrdlock(rl::rl_pthread_rwlock_t* l,
+                                    rl::debug_info info = RL_CURRENT_INFO) {
+  return rl::detail::RwTryLock(l, /*write=*/false, /*blocking=*/false, info)
+             ? 0
+             : EBUSY;
+}
+inline int pthread_rwlock_trywrlock(rl::rl_pthread_rwlock_t* l,
+                                    rl::debug_info info = RL_CURRENT_INFO) {
+  return rl::detail::RwTryLock(l, /*write=*/true, /*blocking=*/false, info)
+             ? 0
+             : EBUSY;
+}
+inline int pthread_rwlock_unlock(rl::rl_pthread_rwlock_t* l,
+                                 rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::NoAbortScope no_abort;
+  const int me = static_cast<int>(rl::detail::ThreadIndex());
+  if (l->writer == me) {
+    l->writer = -1;
+    // Pairs with: the acquire CAS of the next holder.
+    l->state.store(0, rl::mo_release, info);
+  } else if ((l->readers & rl::detail::RwBit()) != 0) {
+    if (me >= 64 || --l->reads[me] == 0) l->readers &= ~rl::detail::RwBit();
+    // Pairs with: the acquire CAS of the next writer (through the release
+    // sequence of the readers' decrements).
+    l->state.fetch_sub(1, rl::mo_release, info);
+  } else {
+    rl::detail::Fail(rl::test_result_unlocking_mutex_wo_ownership,
+                     "pthread_rwlock_unlock of a lock the thread does not hold",
+                     info);
+  }
   return 0;
 }
 
@@ -337,6 +541,98 @@ inline int sem_getvalue(rl::rl_sem_t* s, int* value,
   return 0;
 }
 
+// Linux futex(2) in Relacy's spelling: futex(&word, FUTEX_WAIT / FUTEX_WAKE,
+// val, timeout, uaddr2, val3) on an rl::atomic<int>. As Relacy, it returns
+// the error number itself (0, EWOULDBLOCK, EINTR, ETIMEDOUT) or, for
+// FUTEX_WAKE, how many threads it woke; not -1 and errno as the system
+// call. Modelled on the kernel: each call is a full barrier (the kernel's
+// smp_mb; a seq_cst fence here), FUTEX_WAIT compares the word and queues
+// the thread in one step (the hash-bucket lock), a wake that wakes a
+// thread synchronizes-with it (the lock and the scheduler's barrier), and
+// a wait may return EINTR without a wake (a signal; explored, not twice
+// in a row for a thread) or, with a timeout, ETIMEDOUT.
+#ifndef FUTEX_WAIT
+#define FUTEX_WAIT 0
+#endif
+#ifndef FUTEX_WAKE
+#define FUTEX_WAKE 1
+#endif
+#ifndef FUTEX_PRIVATE_FLAG
+#define FUTEX_PRIVATE_FLAG 128
+#endif
+#ifndef FUTEX_WAIT_PRIVATE
+#define FUTEX_WAIT_PRIVATE (FUTEX_WAIT | FUTEX_PRIVATE_FLAG)
+#endif
+#ifndef FUTEX_WAKE_PRIVATE
+#define FUTEX_WAKE_PRIVATE (FUTEX_WAKE | FUTEX_PRIVATE_FLAG)
+#endif
+
+namespace rl::detail {
+struct FutexThreads {
+  uint64_t interrupted = 0;  // threads whose last wait returned EINTR
+  uint64_t gen = 0;
+};
+inline FutexThreads& Futexes() {
+  static FutexThreads f;
+  if (f.gen != Generation()) {
+    f.gen = Generation();
+    f.interrupted = 0;
+  }
+  return f;
+}
+}  // namespace rl::detail
+
+inline int futex(rl::atomic<int>* uaddr, int op, int val,
+                 const struct timespec* timeout, rl::atomic<int>* /*uaddr2*/,
+                 int /*val3*/, rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::WaitQueue& q = uaddr->wait_queue();
+  op &= ~FUTEX_PRIVATE_FLAG;
+  if (op == FUTEX_WAKE) {
+    if (val <= 0) return 0;
+    // The kernel's full barrier before it looks at the queue (pairs with
+    // the waiter's below).
+    rl::atomic_thread_fence(rl::mo_seq_cst, info);
+    // Acq_rel: the bucket lock's (pairs with Lock / Unlock of the waiters
+    // before), and a woken waiter sees what this thread did (pairs with
+    // the acquire look in SleepUntilPicked below).
+    return static_cast<int>(
+        q.Wake(static_cast<unsigned>(val), rl::mo_acq_rel, info));
+  }
+  if (op != FUTEX_WAIT) return EINVAL;
+  q.Lock(info);
+  // The kernel's full barrier between queueing and reading the word: with
+  // the waker's (between its store and its look at the queue), a waker
+  // that saw no waiter stored before a read that sees its value.
+  rl::atomic_thread_fence(rl::mo_seq_cst, info);
+  // Acquire (as Relacy): a waiter that finds the word changed sees what
+  // its writer did before a release store of it.
+  if (uaddr->load(rl::mo_acquire, info) != val) {
+    q.Unlock(/*enqueue=*/false, info);
+    return EWOULDBLOCK;
+  }
+  const unsigned me = rl::detail::ThreadIndex();
+  const uint64_t bit = me < 64 ? uint64_t{1} << me : 0;
+  rl::detail::FutexThreads& f = rl::detail::Futexes();
+  // A signal (EINTR) or the deadline may end the wait before any wake:
+  // explored, EINTR not twice in a row for a thread (a retry loop ends).
+  const bool may_interrupt = (f.interrupted & bit) == 0;
+  const unsigned ends = 1 + (may_interrupt ? 1 : 0) + (timeout ? 1 : 0);
+  const unsigned r = rl::rand(ends, info);
+  if (r != 0) {
+    q.Unlock(/*enqueue=*/false, info);
+    if (r == 1 && may_interrupt) {
+      f.interrupted |= bit;
+      return EINTR;
+    }
+    return ETIMEDOUT;
+  }
+  f.interrupted &= ~bit;
+  q.Unlock(/*enqueue=*/true, info);
+  // Acquire: pairs with the waker's acq_rel CAS that picked this thread.
+  if (!q.SleepUntilPicked(rl::mo_acquire, info)) return EINTR;  // unwinding
+  return 0;
+}
+
 // Relacy's Win32 shims (its relacy.hpp includes them; here after the
 // POSIX shims above, whose rl::detail::CreateThread call the CreateThread
 // macro would otherwise capture).
@@ -353,6 +649,12 @@ using rl::rl_malloc;
 #define pthread_cond_t ::rl::rl_pthread_cond_t
 #define pthread_t ::rl::rl_pthread_t
 #define sem_t ::rl::rl_sem_t
+#define pthread_rwlock_t ::rl::rl_pthread_rwlock_t
+#undef PTHREAD_RWLOCK_INITIALIZER
+#define PTHREAD_RWLOCK_INITIALIZER {}
+// A yield in a spin loop is the checker's (Relacy's spelling).
+#define sched_yield() ::rl::yield(1, RL_INFO)
+#define pthread_yield() ::rl::yield(1, RL_INFO)
 #undef PTHREAD_MUTEX_INITIALIZER
 #define PTHREAD_MUTEX_INITIALIZER {}
 #undef PTHREAD_COND_INITIALIZER
