@@ -207,19 +207,19 @@ struct rl_sem_t {
 };
 
 namespace detail {
-// The checker's objects are rebuilt in place by *_init (a re-initialized
-// object starts over, like the real one).
+// *_init builds the checker's object in place. Its memory may be
+// uninitialized (C code: malloc, then *_init), so the old contents are
+// neither read nor destroyed: initializing an object that is already
+// initialized is undefined in POSIX. (Destroying them first read garbage
+// under ASan's malloc, a false DOUBLE FREE.)
 template <typename T, typename... A>
 void Reinit(T* p, A&&... a) {
-  p->~T();
   new (p) T(static_cast<A&&>(a)...);
 }
 
 // The resource token of an initialized object (see rl_pthread_mutex_t):
-// taken by *_init (a re-init keeps one token), given back by *_destroy.
-inline void* TakeResource(void* held) {
-  return held != nullptr ? held : HeapAlloc(1, 0, kHeapResource);
-}
+// taken by *_init, given back by *_destroy.
+inline void* NewResource() { return HeapAlloc(1, 0, kHeapResource); }
 inline void GiveResource(void*& held, const debug_info& info) {
   if (held == nullptr) return;
   HeapFree(held, kHeapResource, info);
@@ -236,7 +236,7 @@ inline int pthread_mutex_init(rl::rl_pthread_mutex_t* m,
                               rl::debug_info info = RL_CURRENT_INFO) {
   int type = PTHREAD_MUTEX_DEFAULT;
   if (attr != nullptr) pthread_mutexattr_gettype(attr, &type);
-  void* const resource = rl::detail::TakeResource(m->resource);
+  void* const resource = rl::detail::NewResource();
   rl::detail::Reinit(m, info);
   m->recursive = type == PTHREAD_MUTEX_RECURSIVE;
   m->resource = resource;
@@ -289,8 +289,8 @@ inline int pthread_mutex_unlock(rl::rl_pthread_mutex_t* m,
 inline int pthread_cond_init(rl::rl_pthread_cond_t* c, const pthread_condattr_t*,
                              rl::debug_info info = RL_CURRENT_INFO) {
   (void)info;
-  c->resource = rl::detail::TakeResource(c->resource);
-  c->spurious = 0;
+  rl::detail::Reinit(c);
+  c->resource = rl::detail::NewResource();
   return 0;
 }
 inline int pthread_cond_destroy(rl::rl_pthread_cond_t* c,
@@ -374,7 +374,7 @@ inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
 inline int pthread_rwlock_init(rl::rl_pthread_rwlock_t* l,
                                const void* /*attr: Relacy's take any*/,
                                rl::debug_info info = RL_CURRENT_INFO) {
-  void* const resource = rl::detail::TakeResource(l->resource);
+  void* const resource = rl::detail::NewResource();
   rl::detail::Reinit(l, info);
   l->resource = resource;
   return 0;
@@ -496,7 +496,7 @@ inline int pthread_join(rl::rl_pthread_t t, void** ret,
 inline int sem_init(rl::rl_sem_t* s, int /*pshared*/, unsigned value,
                     rl::debug_info info = RL_CURRENT_INFO) {
   // The initial count is the location's initial value.
-  void* const resource = rl::detail::TakeResource(s->resource);
+  void* const resource = rl::detail::NewResource();
   rl::detail::Reinit(s, value, info);
   s->resource = resource;
   return 0;
