@@ -509,6 +509,13 @@ class Engine {
   }
   void ReportUninitialized(const Pending& op);
   void Fence(memory_order mo, const debug_info& info);
+  // A fence event of thread t at the end of events_ (b: what it acquired);
+  // the caller may join more into it, then Push(b) and AdvanceThread().
+  Event& NewFence(unsigned t, memory_order mo, const debug_info& info,
+                  Built& b);
+  // Thread t after its event e (fence or construction): its index and
+  // clocks, and e as its latest release fence.
+  void AdvanceThread(unsigned t, const Event& e);
   void SystemFence(const debug_info& info);
   void Yield(const debug_info& info);
   unsigned Rand(unsigned limit);
@@ -2818,7 +2825,6 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
   locs_.back().width = width;
   locs_.back().info = info;
   locs_.back().addr = static_cast<const char*>(addr);
-  ThreadState& th = threads_[cur_];
   Built& b = built_;
   b.sc_src.clear();
   Event& e = NewEvent();
@@ -2831,9 +2837,7 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
   e.info = info;
   Push(b);
   locs_[id].init = static_cast<int>(events_.size()) - 1;
-  th.idx = e.idx;
-  th.clock = e.post;
-  th.porf = e.porf;
+  AdvanceThread(cur_, e);
   return id;
 }
 
@@ -2933,28 +2937,40 @@ bool Engine::MainOnlyAction(const Pending& op, Action* out) {
   return true;
 }
 
-void Engine::Fence(memory_order mo, const debug_info& info) {
-  if (mo == mo_relaxed) return;
-  ThreadState& th = threads_[cur_];
-  Built& b = built_;
+Event& Engine::NewFence(unsigned t, memory_order mo, const debug_info& info,
+                        Built& b) {
+  const ThreadState& th = threads_[t];
   b.sc_src.clear();
   Event& e = NewEvent();
   e.kind = Kind::kFence;
-  StampLocal(cur_, e);
+  StampLocal(t, e);
   e.mo = mo;
   e.info = info;
   e.acq = IsAcq(mo);
   e.rel = IsRel(mo);
-  e.sc = mo == mo_seq_cst && !MainOutsideThreads(cur_);
+  e.sc = mo == mo_seq_cst && !MainOutsideThreads(t);
   if (e.acq) {
     e.post.Join(th.acq_pending);
     b.sc_src.assign(th.sc_pending.begin(), th.sc_pending.end());
   }
-  Push(b);
+  return e;
+}
+
+void Engine::AdvanceThread(unsigned t, const Event& e) {
+  ThreadState& th = threads_[t];
   th.idx = e.idx;
   th.clock = e.post;
   th.porf = e.porf;
-  if (e.rel) th.rel_fence = static_cast<int>(events_.size()) - 1;
+  if (e.kind == Kind::kFence && e.rel)
+    th.rel_fence = static_cast<int>(&e - events_.data());
+}
+
+void Engine::Fence(memory_order mo, const debug_info& info) {
+  if (mo == mo_relaxed) return;
+  Built& b = built_;
+  const Event& e = NewFence(cur_, mo, info, b);
+  Push(b);
+  AdvanceThread(cur_, e);
   CheckDepth();
   if (failed_) {
     if (in_thread_) SwitchToScheduler();
@@ -3005,22 +3021,11 @@ void Engine::SystemFence(const debug_info& info) {
       continue;
     }
     Built& b = built_;
-    b.sc_src.clear();
-    Event& e = NewEvent();
-    e.kind = Kind::kFence;
-    StampLocal(t, e);
+    Event& e = NewFence(t, mo_seq_cst, info, b);
     e.post.Join(caller);
     e.porf.Join(caller_porf);
-    e.mo = mo_seq_cst;
-    e.info = info;
-    e.acq = e.rel = e.sc = true;
-    e.post.Join(th.acq_pending);
-    b.sc_src.assign(th.sc_pending.begin(), th.sc_pending.end());
     Push(b);
-    th.idx = e.idx;
-    th.clock = e.post;
-    th.porf = e.porf;
-    th.rel_fence = static_cast<int>(events_.size()) - 1;
+    AdvanceThread(t, e);
     joined.Join(e.post);
     joined_porf.Join(e.porf);
   }

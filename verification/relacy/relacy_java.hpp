@@ -80,7 +80,8 @@ class jatomic : public atomic<T> {
   explicit jatomic(T v, debug_info info = RL_CURRENT_INFO)
       : atomic<T>(v, info) {}
   // Initialized from another atomic's value (`AtomicInteger b(a)` or
-  // `b(a($))`): a seq_cst get() of it.
+  // `b(a($))`): a seq_cst get() of it. Pairs with: the seq_cst writes of
+  // o (every jatomic operation is seq_cst, see the top).
   jatomic(const jatomic& o, debug_info info = RL_CURRENT_INFO)
       : atomic<T>(o.load(mo_seq_cst, info), info) {}
   jatomic(const proxy_t& o)  // NOLINT: Relacy's implicit form
