@@ -200,6 +200,102 @@ TEST_CASE("condvar: notify_all wakes the threads waiting, not later ones") {
   CHECK(std::string(rl::test_result_str(p.test_result)) == "SUCCESS");
 }
 
+TEST_CASE("condvar: test_condvar2's exhaustive search ends, with SUCCESS") {
+  // Relacy's own full search of this suite takes 596,203 iterations
+  // (dvyukov/relacy 9f25438). Before waits made no events (0.2.0) this
+  // checker had not ended after 2,000,000 executions: each failed lock try
+  // and each look at the wake-up mask was an event of its own graphs.
+  rl::test_params p;
+  CHECK(Full<NotifyAllWakesWaiters>(&p) == rl::test_result_success);
+  CHECK(p.executions == 2589);
+  CHECK(p.blocked_executions == 0);
+}
+
+// ---------------------------------------------------- waits make no event
+
+// kThreads threads, each entering a critical section kRounds times. A
+// thread that finds the mutex held waits with no event, so the graphs are
+// the acquisition orders alone: (kThreads * kRounds)! / (kRounds!)^kThreads
+// executions. Failed tries as events (before 0.2.0) gave 3, 17 and 111 for
+// two threads, where 2, 6 and 20 are the orders.
+template <unsigned kThreads, int kRounds>
+struct CriticalSections
+    : rl::test_suite<CriticalSections<kThreads, kRounds>, kThreads> {
+  std::mutex mtx;
+  rl::var<int> count;
+  void before() { count($) = 0; }
+  void thread(unsigned) {
+    for (int i = 0; i < kRounds; ++i) {
+      std::lock_guard<std::mutex> lock(mtx, $);
+      count($) += 1;
+    }
+  }
+  void after() { RL_ASSERT(count($) == static_cast<int>(kThreads) * kRounds); }
+};
+TEST_CASE("mutex: the search explores acquisition orders, not failed tries") {
+  auto orders = [](rl::test_params p) {
+    CHECK(p.test_result == rl::test_result_success);
+    CHECK(p.blocked_executions == 0);
+    return p.executions;
+  };
+  rl::test_params p;
+  Full<CriticalSections<2, 1>>(&p);
+  CHECK(orders(p) == 2);
+  Full<CriticalSections<2, 2>>(&p);
+  CHECK(orders(p) == 6);
+  Full<CriticalSections<2, 3>>(&p);
+  CHECK(orders(p) == 20);
+  Full<CriticalSections<3, 1>>(&p);
+  CHECK(orders(p) == 6);
+  Full<CriticalSections<3, 2>>(&p);
+  CHECK(orders(p) == 90);
+}
+
+// A mutex a finished thread still holds: the other thread's lock waits
+// forever. Relacy: DEADLOCK, in every search mode.
+struct LockNeverReleased : rl::test_suite<LockNeverReleased, 2,
+                                          rl::test_result_deadlock> {
+  std::mutex mtx;
+  void thread(unsigned i) {
+    mtx.lock($);
+    if (i == 1) mtx.unlock($);
+  }
+};
+// after() (the main thread) locks a mutex a finished thread holds.
+struct MainLocksHeld
+    : rl::test_suite<MainLocksHeld, 1, rl::test_result_deadlock> {
+  std::mutex mtx;
+  void thread(unsigned) { mtx.lock($); }
+  void after() { mtx.lock($); }
+};
+TEST_CASE("mutex: a lock nobody releases is a DEADLOCK in every search mode") {
+  for (unsigned sched = 0; sched != rl::sched_count; ++sched) {
+    rl::test_params p;
+    p.search_type = static_cast<rl::scheduler_type_e>(sched);
+    p.context_bound = 0;
+    p.print_summary = false;
+    std::ostringstream trace;
+    p.output_stream = &trace;
+    CHECK(rl::simulate<LockNeverReleased>(p));  // the expected verdict
+    CHECK(rl::simulate<MainLocksHeld>(p));
+  }
+}
+
+// With no deferral allowed (sched_bound 0), a thread waiting for a held
+// mutex is no deferral: the holder's release and the waiter's acquisition
+// are still reached, in the one acquisition order bound 0 allows.
+TEST_CASE("mutex: sched_bound 0 lets a waiting lock acquisition be passed") {
+  rl::test_params p;
+  p.search_type = rl::sched_bound;
+  p.context_bound = 0;
+  p.print_summary = false;
+  std::ostringstream trace;
+  p.output_stream = &trace;
+  CHECK(rl::simulate<CriticalSections<2, 2>>(p));
+  CHECK(p.test_result == rl::test_result_success);
+  CHECK(p.executions >= 1);
+}
+
 // A timed wait ends by a notify (true) or by a timeout (false): each is
 // reached in some execution (RL_UNTIL stops the search at the first).
 template <bool kWantNotified>

@@ -245,15 +245,30 @@ struct Loc {
 
 enum class OpKind : uint8_t { kNone, kLoad, kStore, kRmw, kCas, kResume };
 
+struct Pending;
+bool AwaitReadable(const Pending& op, const struct Event& w);
+
 struct Pending {
   OpKind kind = OpKind::kNone;
   bool weak = false;  // compare_exchange_weak
+  // A wait (AtomicAwaitCas, AtomicAwaitLoad): a CAS with only its
+  // successful actions, or a load with only those reading a value with a
+  // bit of `expected` set. While no write allows one, the thread waits,
+  // with no event, until the location is written (as a Relacy thread
+  // blocks on a held mutex): the failed tries are not explored.
+  bool await = false;
   int loc = -1;
   memory_order mo = mo_relaxed, mo_fail = mo_relaxed;
   RmwOp op = RmwOp::kXchg;
   uint64_t val = 0, expected = 0;
   debug_info info;
 };
+
+// Whether reading w lets a waiting operation (Pending::await) go on.
+bool AwaitReadable(const Pending& op, const Event& w) {
+  return op.kind == OpKind::kCas ? w.wval == op.expected && w.rmw_reader < 0
+                                 : (w.wval & op.expected) != 0;
+}
 
 // The random search's generator: SplitMix64 (Steele, Lea and Flood,
 // "Fast splittable pseudorandom number generators", OOPSLA 2014), a few
@@ -639,6 +654,18 @@ class Engine {
   bool Schedulable(unsigned t) const {
     const ThreadState& th = threads_[t];
     return th.started && !th.finished && !th.blocked && th.pending;
+  }
+  // Thread t waits in a lock acquisition (Pending::await) that no write
+  // lets succeed, deferral constraint aside: it has no action until its
+  // location is written. Running another thread instead defers no read.
+  bool AwaitBlocked(unsigned t) const {
+    const ThreadState& th = threads_[t];
+    if (!th.op.await) return false;
+    const Loc& l = locs_[th.op.loc];
+    for (int p = ReadLowerBound(th.op.loc, th.clock);
+         p < static_cast<int>(l.mo.size()); ++p)
+      if (AwaitReadable(th.op, events_[l.mo[p]])) return false;
+    return true;
   }
   static bool Deferrable(const ThreadState& th) {
     return th.op.kind == OpKind::kLoad || th.op.kind == OpKind::kRmw ||
@@ -1108,6 +1135,8 @@ bool IsEngineEntry(uintptr_t fn) {
       reinterpret_cast<uintptr_t>(&AtomicStore),
       reinterpret_cast<uintptr_t>(&AtomicRmw),
       reinterpret_cast<uintptr_t>(&AtomicCas),
+      reinterpret_cast<uintptr_t>(&AtomicAwaitCas),
+      reinterpret_cast<uintptr_t>(&AtomicAwaitLoad),
       reinterpret_cast<uintptr_t>(&Fence),
       reinterpret_cast<uintptr_t>(&Yield),
       reinterpret_cast<uintptr_t>(&WaitBlocked),
@@ -1954,7 +1983,11 @@ void Engine::AfterWrite(unsigned t, int loc) {
     bool wake = th.sync_wait && (th.wait_loc < 0 || th.wait_loc == loc);
     for (size_t k = 0; !wake && k < th.prev_reads.size(); ++k)
       wake = th.prev_reads[k].loc == loc;
-    if (wake) th.blocked = false;
+    if (wake) {
+      th.blocked = false;
+      // A lock acquisition (RunOne) retries its CAS: no wait any more.
+      if (th.op.await) th.sync_wait = false;
+    }
   }
 }
 
@@ -2410,6 +2443,9 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
         consider(a);
         a.cas_ok = false;  // the spurious failure reading the same write
       }
+      if (!a.cas_ok && op.await) continue;
+    } else if (op.await && !AwaitReadable(op, W)) {
+      continue;
     }
     consider(a);
   }
@@ -2421,7 +2457,7 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
 bool Engine::DirectActions(unsigned t, DirectRange* r) const {
   const ThreadState& th = threads_[t];
   const Pending& op = th.op;
-  if (th.constraint != 0) return false;
+  if (th.constraint != 0 || op.await) return false;
   // Only a load, store or RMW names a location (a resumption does not).
   if (op.kind != OpKind::kLoad && op.kind != OpKind::kStore &&
       op.kind != OpKind::kRmw)
@@ -2522,9 +2558,10 @@ void Engine::EnumSched(std::vector<Action>* out, std::vector<uint32_t>* segs) {
     // A sampled run offers every thread (no canonical order to keep).
     if (sampling_) continue;
     if (!Deferrable(th)) break;
-    // Deferring this thread would exceed the bound.
+    // Deferring this thread would exceed the bound (a waiting lock
+    // acquisition is no deferral).
     if (p_.search_type == sched_bound &&
-        skips_ >= static_cast<int>(p_.context_bound))
+        skips_ >= static_cast<int>(p_.context_bound) && !AwaitBlocked(t))
       break;
   }
 }
@@ -2789,7 +2826,7 @@ void Engine::Apply(const Action& a) {
        !sampling_ && i < t && threads_[t].continuing == 0; ++i) {
     if (Schedulable(i)) {
       threads_[i].constraint = static_cast<int>(events_.size());
-      skipped = true;
+      if (!AwaitBlocked(i)) skipped = true;
     }
   }
   if (skipped) ++skips_;
@@ -2888,6 +2925,13 @@ uint64_t Engine::Op(Pending op) {
     Action a;
     if (!MainOnlyAction(op, &a) && !Decide(DecideKind::kMain, 0, &a))
       Prune();
+    if (op.await && !AwaitReadable(op, events_[a.rf])) {
+      Fail(test_result_deadlock,
+           "a wait outside a thread (constructor, before(), after()) that "
+           "the current value does not end can never end",
+           op.info);
+      throw AbortExecution();
+    }
     th.pending = false;
     Built& b = built_;
     PlaceEvent(n_, a, b);
@@ -3601,9 +3645,18 @@ Engine::Outcome Engine::RunOne() {
       if (!Decide(DecideKind::kSched, 0, &a)) {
         bool all_done = true, any_runnable = false;
         for (unsigned t = 0; t < n_; ++t) {
-          if (threads_[t].finished || !threads_[t].started) continue;
+          ThreadState& th = threads_[t];
+          if (th.finished || !th.started) continue;
           all_done = false;
-          if (!threads_[t].blocked) any_runnable = true;
+          if (!th.blocked && th.pending && AwaitBlocked(t)) {
+            // A lock acquisition nothing lets succeed waits as a thread
+            // in WaitBlocked does: woken by a write to its location
+            // (AfterWrite), a deadlock if nobody can write.
+            th.blocked = true;
+            th.sync_wait = true;
+            th.wait_loc = th.op.loc;
+          }
+          if (!th.blocked) any_runnable = true;
         }
         if (all_done) break;
         if (any_runnable) {
@@ -3947,6 +4000,38 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
   if (g_engine->LastCasOk()) return true;
   *expected = old;
   return false;
+}
+
+bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
+                    memory_order mo, const debug_info& info) {
+  if (g_engine->aborting() || g_engine->observing()) return false;
+  EngineScope engine;
+  Pending op;
+  op.kind = OpKind::kCas;
+  op.await = true;
+  op.loc = loc;
+  op.mo = mo;
+  op.mo_fail = mo_relaxed;  // never fails
+  op.val = desired;
+  op.expected = expected;
+  op.info = info;
+  g_engine->Op(op);
+  return g_engine->LastCasOk();
+}
+
+uint64_t AtomicAwaitLoad(int loc, uint64_t mask, memory_order mo,
+                         const debug_info& info) {
+  if (g_engine->aborting()) return 0;
+  if (g_engine->observing()) return g_engine->Observe(loc);
+  EngineScope engine;
+  Pending op;
+  op.kind = OpKind::kLoad;
+  op.await = true;
+  op.loc = loc;
+  op.mo = mo;
+  op.expected = mask;
+  op.info = info;
+  return g_engine->Op(op);
 }
 
 void Fence(memory_order mo, const debug_info& info) {

@@ -169,6 +169,18 @@ uint64_t AtomicRmw(int loc, RmwOp op, uint64_t operand, memory_order mo,
 bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
                memory_order success, memory_order failure,
                const debug_info& info, bool weak = false);
+// A CAS that waits, with no event, until it can succeed (a lock
+// acquisition): only its successful actions are explored; a thread no
+// write lets succeed waits until the location is written, and if nobody
+// can write, the run is a DEADLOCK. False when the execution is being
+// abandoned.
+bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
+                    memory_order mo, const debug_info& info);
+// A load that waits, with no event, until it can read a value with a bit
+// of `mask` set (a wake-up flag): only such reads are explored, as for
+// AtomicAwaitCas. Returns the value read (0 when abandoned).
+uint64_t AtomicAwaitLoad(int loc, uint64_t mask, memory_order mo,
+                         const debug_info& info);
 void Fence(memory_order mo, const debug_info& info);
 // A seq_cst fence in the calling thread and, where each stands now, in
 // every other running thread (Win32's FlushProcessWriteBuffers).

@@ -525,6 +525,34 @@ class atomic {
                                debug_info info = RL_CURRENT_INFO) {
     return Cas(expected, desired, success, failure, info);
   }
+  // A checker extension for modelling locks: waits until a CAS from
+  // `expected` to `desired` succeeds, then makes it (order `mo`). The
+  // waiting makes no event: the failed tries a spin loop would make are
+  // not explored, only where the CAS succeeds, as when a Relacy thread
+  // blocks on a held mutex; if no thread can write the atomic again, the
+  // run is a DEADLOCK. False only when the execution is being abandoned
+  // (or outside one, when the value is not `expected`).
+  bool await_compare_exchange(T expected, T desired, memory_order mo,
+                              debug_info info = RL_CURRENT_INFO) {
+    static_assert(!kWide, "a lock word fits in 64 bits");
+    if (!Live()) {
+      if (!SameValue(plain_, expected)) return false;
+      plain_ = desired;
+      return true;
+    }
+    return detail::AtomicAwaitCas(loc_, detail::ToBits(expected),
+                                  Enc(desired), mo, info);
+  }
+  // A checker extension for modelling wake-ups: waits until a load (order
+  // `mo`) reads a value with a bit of `mask` set, and returns it. As for
+  // await_compare_exchange, the waiting makes no event and a wait nothing
+  // can end is a DEADLOCK. For an integral T.
+  T await_any_bit(T mask, memory_order mo, debug_info info = RL_CURRENT_INFO) {
+    static_assert(std::is_integral_v<T>, "a mask of bits");
+    if (!Live()) return plain_;
+    return detail::FromBits<T>(
+        detail::AtomicAwaitLoad(loc_, detail::ToBits(mask), mo, info));
+  }
   // May fail spuriously (test_params::spurious_cas_failures): the checker
   // explores a failure even when the value matched, at most once in a row
   // per thread and location.
@@ -907,8 +935,9 @@ class atomic_flag {
 // every acquisition order: lock() is an acquire CAS of a state word that
 // unlock() releases, so acquiring a mutex synchronizes-with its previous
 // unlock (C++20 [thread.mutex.requirements.mutex]/25). A thread that finds
-// it held waits (detail::WaitBlocked) until another thread writes; if no
-// thread can, the run is a DEADLOCK. The owner bookkeeping is the checker's
+// it held waits, with no event, until the word is written
+// (atomic::await_compare_exchange: only acquisitions are explored, not
+// failed tries); if no thread can write it, the run is a DEADLOCK. The owner bookkeeping is the checker's
 // (reset with each execution's suite), not part of the modelled program.
 //
 // A mutex is a resource, as in Relacy: constructed during an execution it
@@ -945,15 +974,10 @@ class mutex {
       detail::Fail(test_result_recursion_on_nonrecursive_mutex,
                    "lock of a non-recursive mutex the thread already holds",
                    info);
-    for (;;) {
-      int expected = 0;
-      if (state_.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
-                                         info))
-        break;
-      // Only an unlock (a write of state_, the failed CAS's location) can
-      // end the wait. Unwinding: do not spin.
-      if (!detail::WaitBlocked(info, /*on_last_read=*/true)) break;
-    }
+    // Waits for an unlock (a write of state_) with no event: only the
+    // acquisitions are explored. Pairs with: the release store of unlock().
+    // Unwinding: go on without it.
+    state_.await_compare_exchange(0, 1, mo_acquire, info);
     owner_ = static_cast<int>(thread_index());
     info_ = info;
   }
@@ -1043,8 +1067,8 @@ class recursive_mutex {
 // word, so that the exhaustive search sees who told whom (its graphs are
 // made of reads and writes). All relaxed: the mutex orders the waiter's and
 // the notifier's data; these words only decide who may return. A blocked
-// waiter is woken only by a write to woken_ (WaitBlocked on its last
-// read). Until 0.2.0 a notify added to a count of wake-ups that any later
+// waiter waits, with no event, for a write to woken_ that sets its bit
+// (atomic::await_any_bit). Until 0.2.0 a notify added to a count of wake-ups that any later
 // waiter could take: a waiter that waited again took the wake-up meant for
 // another, a false DEADLOCK (Relacy's test_condvar2).
 class condition_variable {
@@ -1063,10 +1087,8 @@ class condition_variable {
     bool spurious = !spurious_[slot] && rand(2, info) == 1;
     spurious_[slot] = spurious;
     signalled_[slot] = !spurious;
-    if (!spurious) {
-      while ((woken_.load(mo_relaxed, info) & me) == 0)
-        if (!detail::WaitBlocked(info, /*on_last_read=*/true)) break;
-    }
+    // Until a notify picks this thread (no event while it waits).
+    if (!spurious) woken_.await_any_bit(me, mo_relaxed, info);
     lock.lock();
     // Under the mutex again, where a notifier that holds it also updates
     // the masks, so these RMWs add no orders for the search to explore:

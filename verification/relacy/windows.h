@@ -171,18 +171,11 @@ inline atomic<uint64_t>* Doorbell(unsigned t, const debug_info& info) {
 }
 
 inline uint64_t LockState(WaitState& s, const debug_info& info) {
-  for (;;) {
-    uint64_t expected = 0;
-    // Pairs with: the release store in UnlockState (the previous operation
-    // on the object). As rl::mutex: a failed CAS is a read of a held lock
-    // (it writes nothing, so it wakes nobody).
-    if (s.word.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
-                                       info))
-      return 0;
-    // Held: until the holder unlocks (pruned if that read was stale);
-    // unwinding: go on without it.
-    if (!WaitBlocked(info)) return 0;
-  }
+  // Pairs with: the release store in UnlockState (the previous operation
+  // on the object). As rl::mutex: waits for the unlock with no event;
+  // unwinding: go on without it.
+  s.word.await_compare_exchange(0, 1, mo_acquire, info);
+  return 0;
 }
 // changed: the object's state changed (the waiters registered on it are
 // rung).
