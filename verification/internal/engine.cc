@@ -252,8 +252,8 @@ struct Pending {
   OpKind kind = OpKind::kNone;
   bool weak = false;  // compare_exchange_weak
   // A wait (AtomicAwaitCas, AtomicAwaitLoad): a CAS with only its
-  // successful actions, or a load with only those reading a value with a
-  // bit of `expected` set. While no write allows one, the thread waits,
+  // successful actions, or a load with only those reading a value v with
+  // (v & expected) == val. While no write allows one, the thread waits,
   // with no event, until the location is written (as a Relacy thread
   // blocks on a held mutex): the failed tries are not explored.
   bool await = false;
@@ -267,7 +267,7 @@ struct Pending {
 // Whether reading w lets a waiting operation (Pending::await) go on.
 bool AwaitReadable(const Pending& op, const Event& w) {
   return op.kind == OpKind::kCas ? w.wval == op.expected && w.rmw_reader < 0
-                                 : (w.wval & op.expected) != 0;
+                                 : (w.wval & op.expected) == op.val;
 }
 
 // The random search's generator: SplitMix64 (Steele, Lea and Flood,
@@ -4019,8 +4019,10 @@ bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
   return g_engine->LastCasOk();
 }
 
-uint64_t AtomicAwaitLoad(int loc, uint64_t mask, memory_order mo,
-                         const debug_info& info) {
+bool Abandoning() { return g_generation != 0 && g_engine->aborting(); }
+
+uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want,
+                         memory_order mo, const debug_info& info) {
   if (g_engine->aborting()) return 0;
   if (g_engine->observing()) return g_engine->Observe(loc);
   EngineScope engine;
@@ -4030,6 +4032,7 @@ uint64_t AtomicAwaitLoad(int loc, uint64_t mask, memory_order mo,
   op.loc = loc;
   op.mo = mo;
   op.expected = mask;
+  op.val = want;
   op.info = info;
   return g_engine->Op(op);
 }

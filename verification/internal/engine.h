@@ -176,11 +176,13 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
 // abandoned.
 bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
                     memory_order mo, const debug_info& info);
-// A load that waits, with no event, until it can read a value with a bit
-// of `mask` set (a wake-up flag): only such reads are explored, as for
-// AtomicAwaitCas. Returns the value read (0 when abandoned).
-uint64_t AtomicAwaitLoad(int loc, uint64_t mask, memory_order mo,
-                         const debug_info& info);
+// A load that waits, with no event, until it can read a value v with
+// (v & mask) == want (a wake-up flag): only such reads are explored, as
+// for AtomicAwaitCas. Returns the value read (0 when abandoned).
+uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want,
+                         memory_order mo, const debug_info& info);
+// Whether the running execution is being abandoned (its threads unwind).
+bool Abandoning();
 void Fence(memory_order mo, const debug_info& info);
 // A seq_cst fence in the calling thread and, where each stands now, in
 // every other running thread (Win32's FlushProcessWriteBuffers).

@@ -288,8 +288,8 @@ struct NoWideValues {
 // lock bit, so that whoever wakes reads who waits like any other load: the
 // search explores a waker that comes before a waiter registers and one
 // that comes after. A registered thread sleeps until a waker clears its
-// bit; in between it is woken by every write, looks at its bit and goes
-// back to sleep.
+// bit: a load that only reads the bit clear (AtomicAwaitLoad), so its
+// looks at a bit still set are no events.
 class WaitQueue {
  public:
   // Registers the calling thread (relaxed: the callers order it, see
@@ -318,9 +318,10 @@ class WaitQueue {
       WaitBlocked(info);
       return false;
     }
-    while (!Picked(mo, info))
-      if (!WaitBlocked(info)) return false;
-    return true;
+    if (Word(info) < 0) return true;
+    // Until a waker clears the bit, with no event while it waits.
+    AtomicAwaitLoad(loc_, Bit(), 0, mo, info);
+    return !Abandoning();
   }
   // Wakes up to n registered threads (which ones, when not all: every
   // choice explored) with one CAS of the given order, after the lock bit
@@ -544,14 +545,15 @@ class atomic {
                                   Enc(desired), mo, info);
   }
   // A checker extension for modelling wake-ups: waits until a load (order
-  // `mo`) reads a value with a bit of `mask` set, and returns it. As for
+  // `mo`) reads a value v with (v & mask) == want, and returns it. As for
   // await_compare_exchange, the waiting makes no event and a wait nothing
   // can end is a DEADLOCK. For an integral T.
-  T await_any_bit(T mask, memory_order mo, debug_info info = RL_CURRENT_INFO) {
+  T await_bits(T mask, T want, memory_order mo,
+               debug_info info = RL_CURRENT_INFO) {
     static_assert(std::is_integral_v<T>, "a mask of bits");
     if (!Live()) return plain_;
-    return detail::FromBits<T>(
-        detail::AtomicAwaitLoad(loc_, detail::ToBits(mask), mo, info));
+    return detail::FromBits<T>(detail::AtomicAwaitLoad(
+        loc_, detail::ToBits(mask), detail::ToBits(want), mo, info));
   }
   // May fail spuriously (test_params::spurious_cas_failures): the checker
   // explores a failure even when the value matched, at most once in a row
@@ -1068,7 +1070,7 @@ class recursive_mutex {
 // made of reads and writes). All relaxed: the mutex orders the waiter's and
 // the notifier's data; these words only decide who may return. A blocked
 // waiter waits, with no event, for a write to woken_ that sets its bit
-// (atomic::await_any_bit). Until 0.2.0 a notify added to a count of wake-ups that any later
+// (atomic::await_bits). Until 0.2.0 a notify added to a count of wake-ups that any later
 // waiter could take: a waiter that waited again took the wake-up meant for
 // another, a false DEADLOCK (Relacy's test_condvar2).
 class condition_variable {
@@ -1088,7 +1090,7 @@ class condition_variable {
     spurious_[slot] = spurious;
     signalled_[slot] = !spurious;
     // Until a notify picks this thread (no event while it waits).
-    if (!spurious) woken_.await_any_bit(me, mo_relaxed, info);
+    if (!spurious) woken_.await_bits(me, me, mo_relaxed, info);
     lock.lock();
     // Under the mutex again, where a notifier that holds it also updates
     // the masks, so these RMWs add no orders for the search to explore:
