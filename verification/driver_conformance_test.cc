@@ -6,7 +6,9 @@
 // mutexes as resources, and condition variables whose notify wakes only
 // the threads already waiting. Each case has the verdict Relacy gives
 // (docs/verification.md, "Relacy's own tests side by side").
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "doctest/doctest.h"
 #include "relacy/relacy_std.hpp"
@@ -249,6 +251,77 @@ TEST_CASE("mutex: the search explores acquisition orders, not failed tries") {
   CHECK(orders(p) == 6);
   Full<CriticalSections<3, 2>>(&p);
   CHECK(orders(p) == 90);
+}
+
+// The same outcomes as failed tries made as events. TryMutex is rl::mutex
+// before 0.2.0: a failed acquire CAS (an event), then a wait for a write
+// of the lock word. Under each, three threads mix a critical section with
+// relaxed accesses outside it; the sets of outcomes must be equal, and
+// the wait with no event must explore fewer executions.
+struct TryMutex {
+  std::atomic<int> state{0};
+  void lock(rl::debug_info info) {
+    for (;;) {
+      int expected = 0;
+      if (state.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                        std::memory_order_relaxed, info))
+        return;
+      if (!rl::detail::WaitBlocked(info, /*on_last_read=*/true)) return;
+    }
+  }
+  // Pairs with: the acquire CAS of the next lock().
+  void unlock(rl::debug_info info) {
+    state.store(0, std::memory_order_release, info);
+  }
+};
+struct AwaitMutex {
+  std::mutex m;
+  void lock(rl::debug_info info) { m.lock(info); }
+  void unlock(rl::debug_info info) { m.unlock(info); }
+};
+std::set<std::tuple<int, int, int>> g_outcomes;
+template <typename Mutex>
+struct MixedOutcomes : rl::test_suite<MixedOutcomes<Mutex>, 3> {
+  Mutex m;
+  std::atomic<int> x{0}, y{0};
+  rl::var<int> data;
+  int r0 = -1, r1 = -1;
+  void before() { data($) = 0; }
+  void thread(unsigned i) {
+    if (i == 0) {
+      m.lock($);
+      data($) += 1;
+      x.store(1, std::memory_order_relaxed);
+      m.unlock($);
+      r0 = y.load(std::memory_order_relaxed);
+    } else if (i == 1) {
+      y.store(1, std::memory_order_relaxed);
+      m.lock($);
+      data($) = data($) * 2;
+      data($) ^= 64;  // Relacy's bitwise compound assignments
+      data($) |= 128;
+      data($) &= ~128;
+      r1 = x.load(std::memory_order_relaxed);
+      m.unlock($);
+    } else {
+      m.lock($);
+      data($) += 10;
+      m.unlock($);
+    }
+  }
+  void after() { g_outcomes.insert({data($), r0, r1}); }
+};
+TEST_CASE("mutex: waiting with no event keeps every outcome of failed tries") {
+  rl::test_params tries, awaits;
+  g_outcomes.clear();
+  CHECK(Full<MixedOutcomes<TryMutex>>(&tries) == rl::test_result_success);
+  const auto with_tries = g_outcomes;
+  g_outcomes.clear();
+  CHECK(Full<MixedOutcomes<AwaitMutex>>(&awaits) == rl::test_result_success);
+  CHECK(g_outcomes == with_tries);
+  // Each of the 3! orders of the critical sections leaves its own data.
+  CHECK(g_outcomes.size() >= 6);
+  CHECK(awaits.executions < tries.executions);
 }
 
 // A mutex a finished thread still holds: the other thread's lock waits

@@ -849,6 +849,22 @@ class var_proxy {
     store(x);
     return x;
   }
+  // Relacy's bitwise compound assignments (a read, then a write).
+  T operator&=(const T& d) {
+    T x = load() & d;
+    store(x);
+    return x;
+  }
+  T operator|=(const T& d) {
+    T x = load() | d;
+    store(x);
+    return x;
+  }
+  T operator^=(const T& d) {
+    T x = load() ^ d;
+    store(x);
+    return x;
+  }
 
  private:
   var<T>* v_;
