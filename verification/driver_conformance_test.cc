@@ -326,8 +326,8 @@ TEST_CASE("mutex: waiting with no event keeps every outcome of failed tries") {
 
 // A mutex a finished thread still holds: the other thread's lock waits
 // forever. Relacy: DEADLOCK, in every search mode.
-struct LockNeverReleased : rl::test_suite<LockNeverReleased, 2,
-                                          rl::test_result_deadlock> {
+struct LockNeverReleased
+    : rl::test_suite<LockNeverReleased, 2, rl::test_result_deadlock> {
   std::mutex mtx;
   void thread(unsigned i) {
     mtx.lock($);

@@ -253,10 +253,11 @@ struct Pending {
   bool weak = false;  // compare_exchange_weak
   // A wait (AtomicAwaitCas, AtomicAwaitLoad): a CAS with only its
   // successful actions, or a load with only those reading a value v with
-  // (v & expected) == val. While no write allows one, the thread waits,
-  // with no event, until the location is written (as a Relacy thread
-  // blocks on a held mutex): the failed tries are not explored.
+  // ((v & expected) == val) == await_equal. While no write allows one, the
+  // thread waits, with no event, until the location is written (as a Relacy
+  // thread blocks on a held mutex): the failed tries are not explored.
   bool await = false;
+  bool await_equal = true;
   int loc = -1;
   memory_order mo = mo_relaxed, mo_fail = mo_relaxed;
   RmwOp op = RmwOp::kXchg;
@@ -266,8 +267,9 @@ struct Pending {
 
 // Whether reading w lets a waiting operation (Pending::await) go on.
 bool AwaitReadable(const Pending& op, const Event& w) {
-  return op.kind == OpKind::kCas ? w.wval == op.expected && w.rmw_reader < 0
-                                 : (w.wval & op.expected) == op.val;
+  return op.kind == OpKind::kCas
+             ? w.wval == op.expected && w.rmw_reader < 0
+             : ((w.wval & op.expected) == op.val) == op.await_equal;
 }
 
 // The random search's generator: SplitMix64 (Steele, Lea and Flood,
@@ -4024,7 +4026,7 @@ bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
 
 bool Abandoning() { return g_generation != 0 && g_engine->aborting(); }
 
-uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want,
+uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want, bool equal,
                          memory_order mo, const debug_info& info) {
   if (g_engine->aborting()) return 0;
   if (g_engine->observing()) return g_engine->Observe(loc);
@@ -4036,6 +4038,7 @@ uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want,
   op.mo = mo;
   op.expected = mask;
   op.val = want;
+  op.await_equal = equal;
   op.info = info;
   return g_engine->Op(op);
 }

@@ -177,9 +177,10 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
 bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
                     memory_order mo, const debug_info& info);
 // A load that waits, with no event, until it can read a value v with
-// (v & mask) == want (a wake-up flag): only such reads are explored, as
-// for AtomicAwaitCas. Returns the value read (0 when abandoned).
-uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want,
+// ((v & mask) == want) == equal (a wake-up flag set, a count not zero, a
+// doorbell rung): only such reads are explored, as for AtomicAwaitCas.
+// Returns the value read (0 when abandoned).
+uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want, bool equal,
                          memory_order mo, const debug_info& info);
 // Whether the running execution is being abandoned (its threads unwind).
 bool Abandoning();

@@ -320,7 +320,7 @@ class WaitQueue {
     }
     if (Word(info) < 0) return true;
     // Until a waker clears the bit, with no event while it waits.
-    AtomicAwaitLoad(loc_, Bit(), 0, mo, info);
+    AtomicAwaitLoad(loc_, Bit(), 0, true, mo, info);
     return !Abandoning();
   }
   // Wakes up to n registered threads (which ones, when not all: every
@@ -541,8 +541,8 @@ class atomic {
       plain_ = desired;
       return true;
     }
-    return detail::AtomicAwaitCas(loc_, detail::ToBits(expected),
-                                  Enc(desired), mo, info);
+    return detail::AtomicAwaitCas(loc_, detail::ToBits(expected), Enc(desired),
+                                  mo, info);
   }
   // A checker extension for modelling wake-ups: waits until a load (order
   // `mo`) reads a value v with (v & mask) == want, and returns it. As for
@@ -553,7 +553,14 @@ class atomic {
     static_assert(std::is_integral_v<T>, "a mask of bits");
     if (!Live()) return plain_;
     return detail::FromBits<T>(detail::AtomicAwaitLoad(
-        loc_, detail::ToBits(mask), detail::ToBits(want), mo, info));
+        loc_, detail::ToBits(mask), detail::ToBits(want), true, mo, info));
+  }
+  // Waits, as await_bits, until a load reads a value other than `old`.
+  T await_change(T old, memory_order mo, debug_info info = RL_CURRENT_INFO) {
+    static_assert(std::is_integral_v<T>, "compared by value");
+    if (!Live()) return plain_;
+    return detail::FromBits<T>(detail::AtomicAwaitLoad(
+        loc_, ~uint64_t{0}, detail::ToBits(old), false, mo, info));
   }
   // May fail spuriously (test_params::spurious_cas_failures): the checker
   // explores a failure even when the value matched, at most once in a row
@@ -955,8 +962,9 @@ class atomic_flag {
 // unlock (C++20 [thread.mutex.requirements.mutex]/25). A thread that finds
 // it held waits, with no event, until the word is written
 // (atomic::await_compare_exchange: only acquisitions are explored, not
-// failed tries); if no thread can write it, the run is a DEADLOCK. The owner bookkeeping is the checker's
-// (reset with each execution's suite), not part of the modelled program.
+// failed tries); if no thread can write it, the run is a DEADLOCK. The owner
+// bookkeeping is the checker's (reset with each execution's suite), not part of
+// the modelled program.
 //
 // A mutex is a resource, as in Relacy: constructed during an execution it
 // holds a token of the heap model that its destructor gives back, so
@@ -1086,9 +1094,9 @@ class recursive_mutex {
 // made of reads and writes). All relaxed: the mutex orders the waiter's and
 // the notifier's data; these words only decide who may return. A blocked
 // waiter waits, with no event, for a write to woken_ that sets its bit
-// (atomic::await_bits). Until 0.2.0 a notify added to a count of wake-ups that any later
-// waiter could take: a waiter that waited again took the wake-up meant for
-// another, a false DEADLOCK (Relacy's test_condvar2).
+// (atomic::await_bits). Until 0.2.0 a notify added to a count of wake-ups that
+// any later waiter could take: a waiter that waited again took the wake-up
+// meant for another, a false DEADLOCK (Relacy's test_condvar2).
 class condition_variable {
  public:
   condition_variable(debug_info info = RL_CURRENT_INFO)  // NOLINT

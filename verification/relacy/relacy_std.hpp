@@ -396,17 +396,35 @@ inline uint64_t RwBit() {
 // One attempt to take it: false if it is held the other way (or by a
 // writer). A CAS that fails because another reader came or went retries.
 // blocking: a lock, not a try (taking it against oneself never ends).
-inline bool RwTryLock(rl_pthread_rwlock_t* l, bool write, bool blocking,
+// False if the calling thread holds l in a way the request conflicts
+// with: a try fails, a lock (blocking) never ends (reported).
+inline bool RwMayWait(rl_pthread_rwlock_t* l, bool write, bool blocking,
                       const debug_info& info) {
   const int me = static_cast<int>(ThreadIndex());
   const bool reading = (l->readers & RwBit()) != 0;
   if (l->writer == me || (write && reading)) {
-    if (!blocking) return false;
-    Fail(l->writer == me && write ? test_result_recursion_on_nonrecursive_mutex
-                                  : test_result_deadlock,
-         "a thread waits for a pthread_rwlock_t it holds itself", info);
+    if (blocking)
+      Fail(l->writer == me && write
+               ? test_result_recursion_on_nonrecursive_mutex
+               : test_result_deadlock,
+           "a thread waits for a pthread_rwlock_t it holds itself", info);
     return false;
   }
+  return true;
+}
+// The holder's bookkeeping (the checker's, not the modelled program's).
+inline void RwTaken(rl_pthread_rwlock_t* l, bool write) {
+  if (write) {
+    l->writer = static_cast<int>(ThreadIndex());
+  } else {
+    l->readers |= RwBit();
+    const unsigned me = ThreadIndex();
+    if (me < 64) ++l->reads[me];
+  }
+}
+inline bool RwTryLock(rl_pthread_rwlock_t* l, bool write, bool blocking,
+                      const debug_info& info) {
+  if (!RwMayWait(l, write, blocking, info)) return false;
   // Relaxed: only the CAS below, which reads the newest value, decides.
   int v = l->state.load(mo_relaxed, info);
   for (;;) {
@@ -418,21 +436,33 @@ inline bool RwTryLock(rl_pthread_rwlock_t* l, bool write, bool blocking,
       break;
     if (write) return false;  // a reader came: held the other way now
   }
-  if (write) {
-    l->writer = me;
-  } else {
-    l->readers |= RwBit();
-    if (me < 64) ++l->reads[me];
-  }
+  RwTaken(l, write);
   return true;
 }
+// Waits for the lock with no event while it is held the other way:
+// a writer's CAS from 0 only succeeds (as rl::mutex), a reader's look
+// only reads a count with no writer (sign bit clear). Unwinding: go on
+// without it.
 inline void RwLock(rl_pthread_rwlock_t* l, bool write,
                    const debug_info& info) {
-  while (!RwTryLock(l, write, /*blocking=*/true, info)) {
-    // Held: until a holder unlocks (pruned if that read was stale);
-    // unwinding: go on without it.
-    if (!WaitBlocked(info)) return;
+  if (!RwMayWait(l, write, /*blocking=*/true, info)) return;
+  if (write) {
+    // Pairs with: the release store / decrement in pthread_rwlock_unlock
+    // of the holders before.
+    if (!l->state.await_compare_exchange(0, -1, mo_acquire, info)) return;
+  } else {
+    for (;;) {
+      // Relaxed: only the CAS below decides.
+      int v = l->state.await_bits(std::numeric_limits<int>::min(), 0,
+                                  mo_relaxed, info);
+      if (Abandoning()) return;
+      // Pairs with: as above.
+      if (l->state.compare_exchange_strong(v, v + 1, mo_acquire, mo_relaxed,
+                                           info))
+        break;
+    }
   }
+  RwTaken(l, write);
 }
 }  // namespace rl::detail
 
@@ -523,12 +553,10 @@ inline int sem_trywait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
 }
 inline int sem_wait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   for (;;) {
-    unsigned v = s->count.load(rl::mo_relaxed, info);
-    if (v == 0) {
-      // Until a thread posts (or deadlock); unwinding: give up.
-      if (!rl::detail::WaitBlocked(info)) return 0;
-      continue;
-    }
+    // Relaxed: only the CAS below decides. Until a thread posts, with no
+    // event while it waits (or DEADLOCK); unwinding: give up.
+    unsigned v = s->count.await_change(0, rl::mo_relaxed, info);
+    if (rl::detail::Abandoning()) return 0;
     // Pairs with: the release increment in sem_post.
     if (s->count.compare_exchange_strong(v, v - 1, rl::mo_acquire,
                                          rl::mo_relaxed, info))

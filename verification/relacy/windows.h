@@ -737,27 +737,27 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
     rung = bell->fetch_or(0, mo_relaxed, info);
     UnlockAll(l, info);
     // Until one of the objects changes: a ring. Relaxed: a ring is only
-    // a hint to look again (under the locks). A load that is not the
-    // newest is pruned when the thread blocks.
+    // a hint to look again (under the locks). An untimed wait waits for
+    // it with no event (or DEADLOCK); unwinding: give up.
+    if (!timed) {
+      bell->await_change(rung, mo_relaxed, info);
+      if (Abandoning()) return kWaitFailed;
+      continue;
+    }
+    // A timed wait spins instead of blocking: to the checker an iteration
+    // that read the same doorbell value makes no progress, so it either
+    // runs on (and times out here) or waits for a write; when every thread
+    // waits it runs on, so it never deadlocks.
     int same = 0;
     while (bell->load(mo_relaxed, info) == rung) {
-      if (timed) {
-        // A timed wait spins instead of blocking: to the checker an
-        // iteration that read the same doorbell value makes no progress,
-        // so it either runs on (and times out here) or waits for a write;
-        // when every thread waits it runs on, so it never deadlocks.
-        if (++same > 2) {
-          LockAll(l, info);
-          r = Choose(n, h, wait_all, me);
-          TakeChosen(l, n, h, wait_all, r, me);  // leaves the wait
-          UnlockAll(l, info);
-          return r >= 0 ? r : kWaitTimedOut;
-        }
-        yield(1, info);
-        continue;
+      if (++same > 2) {
+        LockAll(l, info);
+        r = Choose(n, h, wait_all, me);
+        TakeChosen(l, n, h, wait_all, r, me);  // leaves the wait
+        UnlockAll(l, info);
+        return r >= 0 ? r : kWaitTimedOut;
       }
-      // Until a ring (or DEADLOCK); unwinding: give up.
-      if (!WaitBlocked(info)) return kWaitFailed;
+      yield(1, info);
     }
   }
 }
@@ -1098,13 +1098,19 @@ bool SleepOn(rl_CONDITION_VARIABLE* cv, const Lock* l, unsigned long timeout,
     // spin that times out by itself: the predicate loop around it writes
     // the locks in every iteration, which an exhaustive search would run
     // on for ever while the other threads never get the lock.
-    while (!timed_out && bell->load(mo_relaxed, info) == rung) {
-      if (timed && l->acquisitions() != seen) {
+    // Untimed: with no event while it waits (or DEADLOCK).
+    if (!timed) {
+      bell->await_change(rung, mo_relaxed, info);
+      if (Abandoning()) return false;  // unwinding
+    } else {
+      while (!timed_out && bell->load(mo_relaxed, info) == rung) {
+        if (l->acquisitions() != seen) {
+          timed_out = true;
+          break;
+        }
+        if (!WaitBlocked(info)) return false;  // unwinding
         timed_out = true;
-        break;
       }
-      if (!WaitBlocked(info)) return false;  // unwinding
-      timed_out = timed;
     }
     const uint64_t v = LockState(s, info);
     const bool released = (s.released & me) != 0;
