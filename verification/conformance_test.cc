@@ -878,12 +878,12 @@ TEST_CASE("wait: a waiter numbered after the storing thread") {
 }
 
 // Two waiters, one notifier (Relacy's test_atomic_notify_one_insufficient
-// and test_atomic_notify_all).
-template <bool kAll>
-struct TwoWaiters : rl::test_suite<TwoWaiters<kAll>, 3> {
+// and test_atomic_notify_all); kNotifierFirst numbers the notifier 0.
+template <bool kAll, bool kNotifierFirst = false>
+struct TwoWaiters : rl::test_suite<TwoWaiters<kAll, kNotifierFirst>, 3> {
   rl::atomic<int> x{0};
   void thread(unsigned index) {
-    if (index < 2) {
+    if (kNotifierFirst ? index > 0 : index < 2) {
       x.wait(0);
     } else {
       x.store(1);
@@ -897,6 +897,13 @@ struct TwoWaiters : rl::test_suite<TwoWaiters<kAll>, 3> {
 TEST_CASE("wait: notify_one wakes one of two waiters, notify_all both") {
   VERDICT(rl::test_result_deadlock, TwoWaiters<false>);
   VERDICT(rl::test_result_success, TwoWaiters<true>);
+  // The waiters numbered after the notifier: the full search must find the
+  // one notify_one that sees both registered. Until 0.2.0 it passed: the
+  // wait queue's word was made by the notifier after its fence, so a
+  // waiter's registration reading it was ordered after that fence (C++20
+  // [atomics.order]/4.4) and could no longer miss the notifier's store.
+  VERDICT(rl::test_result_deadlock, TwoWaiters<false, true>);
+  VERDICT(rl::test_result_success, TwoWaiters<true, true>);
 }
 
 // Notifying orders nothing (C++20 [atomics.wait]); only the value the wait

@@ -503,13 +503,12 @@ class Engine {
   test_result_e Run(test_result_e expected);
 
   // ---- API entry points (called from user code) ----
+  // side: a location of the front end's own bookkeeping (NewSideAtomic).
   int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
-                const void* addr);
+                const void* addr, bool side = false);
   uint64_t Op(Pending op);
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read);
-  // A side location's initialization races with nothing (NewSideAtomic).
-  void ForgetInit(int loc) { locs_[loc].init = -1; }
   void* HeapAlloc(size_t size, size_t align, int kind);
   // Returns false if p is not the execution's and report_foreign is off
   // (the caller frees it for real).
@@ -2856,7 +2855,7 @@ void Engine::Apply(const Action& a) {
 // ---------------------------------------------------------------- API
 
 int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
-                      const void* addr) {
+                      const void* addr, bool side) {
   int id = static_cast<int>(locs_.size());
   locs_.emplace_back();
   TakePooled(&locs_.back().mo);
@@ -2869,14 +2868,29 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
   Event& e = NewEvent();
   e.kind = Kind::kInit;
   e.writes = true;
-  StampLocal(cur_, e);
+  if (side) {
+    // As if made before any thread started (a wait queue exists, empty,
+    // from the start): the main thread's event 0, which happens before
+    // every event. Made as the current thread's next event it would be
+    // sequenced after that thread's earlier SC fences, and a thread whose
+    // RMW reads it would be ordered after them ([atomics.order]/4.4): a
+    // false order that hid a lost wake-up (two waiters numbered above the
+    // notifier never both found by one notify_one).
+    e.tid = static_cast<int>(n_);
+    e.idx = 0;
+    e.post = Clock();
+    e.porf = Clock();
+  } else {
+    StampLocal(cur_, e);
+  }
   e.loc = id;
   e.wval = init;
   e.mo_pos = 0;
   e.info = info;
   Push(b);
-  locs_[id].init = static_cast<int>(events_.size()) - 1;
-  AdvanceThread(cur_, e);
+  // A side location's initialization races with nothing.
+  locs_[id].init = side ? -1 : static_cast<int>(events_.size()) - 1;
+  if (!side) AdvanceThread(cur_, e);
   return id;
 }
 
@@ -4072,9 +4086,9 @@ void Yield(unsigned count, const debug_info& info) {
 }
 
 int NewSideAtomic(uint64_t init, const debug_info& info) {
-  const int loc = NewAtomic(8, init, info);
-  if (loc >= 0 && g_generation != 0) g_engine->ForgetInit(loc);
-  return loc;
+  if (g_generation == 0) return -1;
+  EngineScope engine;
+  return g_engine->NewAtomic(8, init, info, nullptr, /*side=*/true);
 }
 
 bool WaitBlocked(const debug_info& info, bool on_last_read) {
