@@ -3958,27 +3958,29 @@ int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
   return g_engine->NewAtomic(width, init, info, addr);
 }
 
+// The operation of an API entry point, its other fields at their defaults.
+static Pending NewOp(OpKind kind, int loc, memory_order mo,
+                     const debug_info& info) {
+  Pending op;
+  op.kind = kind;
+  op.loc = loc;
+  op.mo = mo;
+  op.info = info;
+  return op;
+}
+
 uint64_t AtomicLoad(int loc, memory_order mo, const debug_info& info) {
   if (g_engine->aborting()) return 0;
   if (g_engine->observing()) return g_engine->Observe(loc);
   EngineScope engine;
-  Pending op;
-  op.kind = OpKind::kLoad;
-  op.loc = loc;
-  op.mo = mo;
-  op.info = info;
-  return g_engine->Op(op);
+  return g_engine->Op(NewOp(OpKind::kLoad, loc, mo, info));
 }
 
 void AtomicStore(int loc, uint64_t v, memory_order mo, const debug_info& info) {
   if (g_engine->aborting() || g_engine->observing()) return;
   EngineScope engine;
-  Pending op;
-  op.kind = OpKind::kStore;
-  op.loc = loc;
-  op.mo = mo;
+  Pending op = NewOp(OpKind::kStore, loc, mo, info);
   op.val = v;
-  op.info = info;
   g_engine->Op(op);
 }
 
@@ -3987,13 +3989,9 @@ uint64_t AtomicRmw(int loc, RmwOp rop, uint64_t operand, memory_order mo,
   if (g_engine->aborting()) return 0;
   if (g_engine->observing()) return g_engine->Observe(loc);
   EngineScope engine;
-  Pending op;
-  op.kind = OpKind::kRmw;
-  op.loc = loc;
-  op.mo = mo;
+  Pending op = NewOp(OpKind::kRmw, loc, mo, info);
   op.op = rop;
   op.val = operand;
-  op.info = info;
   return g_engine->Op(op);
 }
 
@@ -4006,15 +4004,11 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
     return false;
   }
   EngineScope engine;
-  Pending op;
+  Pending op = NewOp(OpKind::kCas, loc, success, info);
   op.weak = weak;
-  op.kind = OpKind::kCas;
-  op.loc = loc;
-  op.mo = success;
   op.mo_fail = failure;
   op.val = desired;
   op.expected = *expected;
-  op.info = info;
   uint64_t old = g_engine->Op(op);
   if (g_engine->LastCasOk()) return true;
   *expected = old;
@@ -4025,15 +4019,11 @@ bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
                     memory_order mo, const debug_info& info) {
   if (g_engine->aborting() || g_engine->observing()) return false;
   EngineScope engine;
-  Pending op;
-  op.kind = OpKind::kCas;
+  Pending op = NewOp(OpKind::kCas, loc, mo, info);
   op.await = true;
-  op.loc = loc;
-  op.mo = mo;
   op.mo_fail = mo_relaxed;  // never fails
   op.val = desired;
   op.expected = expected;
-  op.info = info;
   g_engine->Op(op);
   return g_engine->LastCasOk();
 }
@@ -4045,15 +4035,11 @@ uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want, bool equal,
   if (g_engine->aborting()) return 0;
   if (g_engine->observing()) return g_engine->Observe(loc);
   EngineScope engine;
-  Pending op;
-  op.kind = OpKind::kLoad;
+  Pending op = NewOp(OpKind::kLoad, loc, mo, info);
   op.await = true;
-  op.loc = loc;
-  op.mo = mo;
   op.expected = mask;
   op.val = want;
   op.await_equal = equal;
-  op.info = info;
   return g_engine->Op(op);
 }
 
