@@ -251,13 +251,14 @@ bool AwaitReadable(const Pending& op, const struct Event& w);
 struct Pending {
   OpKind kind = OpKind::kNone;
   bool weak = false;  // compare_exchange_weak
-  // A wait (AtomicAwaitCas, AtomicAwaitLoad): a CAS with only its
-  // successful actions, or a load with only those reading a value v with
-  // ((v & expected) == val) == await_equal. While no write allows one, the
-  // thread waits, with no event, until the location is written (as a Relacy
-  // thread blocks on a held mutex): the failed tries are not explored.
+  // A wait (AtomicAwaitLoad, AtomicAwaitRmw): a load or RMW with only the
+  // actions reading a value v with ((v & expected) == await_want) ==
+  // await_equal. While no write allows one, the thread waits, with no
+  // event, until the location is written (as a Relacy thread blocks on a
+  // held mutex): the failed tries are not explored.
   bool await = false;
   bool await_equal = true;
+  uint64_t await_want = 0;
   int loc = -1;
   memory_order mo = mo_relaxed, mo_fail = mo_relaxed;
   RmwOp op = RmwOp::kXchg;
@@ -267,9 +268,8 @@ struct Pending {
 
 // Whether reading w lets a waiting operation (Pending::await) go on.
 bool AwaitReadable(const Pending& op, const Event& w) {
-  return op.kind == OpKind::kCas
-             ? w.wval == op.expected && w.rmw_reader < 0
-             : ((w.wval & op.expected) == op.val) == op.await_equal;
+  return ((w.wval & op.expected) == op.await_want) == op.await_equal &&
+         (op.kind != OpKind::kRmw || w.rmw_reader < 0);
 }
 
 // The random search's generator: SplitMix64 (Steele, Lea and Flood,
@@ -1136,7 +1136,7 @@ bool IsEngineEntry(uintptr_t fn) {
       reinterpret_cast<uintptr_t>(&AtomicStore),
       reinterpret_cast<uintptr_t>(&AtomicRmw),
       reinterpret_cast<uintptr_t>(&AtomicCas),
-      reinterpret_cast<uintptr_t>(&AtomicAwaitCas),
+      reinterpret_cast<uintptr_t>(&AtomicAwaitRmw),
       reinterpret_cast<uintptr_t>(&AtomicAwaitLoad),
       reinterpret_cast<uintptr_t>(&Fence),
       reinterpret_cast<uintptr_t>(&Yield),
@@ -2427,7 +2427,9 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
     Action a;
     a.tid = static_cast<int>(t);
     a.rf = w;
-    if (op.kind == OpKind::kRmw) {
+    if (op.await) {
+      if (!AwaitReadable(op, W)) continue;
+    } else if (op.kind == OpKind::kRmw) {
       if (!ReadableBy(op.kind, W)) continue;
     } else if (op.kind == OpKind::kCas) {
       a.cas_ok = W.wval == op.expected;
@@ -2444,9 +2446,6 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
         consider(a);
         a.cas_ok = false;  // the spurious failure reading the same write
       }
-      if (!a.cas_ok && op.await) continue;
-    } else if (op.await && !AwaitReadable(op, W)) {
-      continue;
     }
     consider(a);
   }
@@ -4015,31 +4014,33 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
   return false;
 }
 
-bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
-                    memory_order mo, const debug_info& info) {
-  if (g_engine->aborting() || g_engine->observing()) return false;
-  EngineScope engine;
-  Pending op = NewOp(OpKind::kCas, loc, mo, info);
-  op.await = true;
-  op.mo_fail = mo_relaxed;  // never fails
-  op.val = desired;
-  op.expected = expected;
-  g_engine->Op(op);
-  return g_engine->LastCasOk();
-}
-
 bool Abandoning() { return g_generation != 0 && g_engine->aborting(); }
 
-uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want, bool equal,
-                         memory_order mo, const debug_info& info) {
+uint64_t AtomicAwaitRmw(int loc, const AwaitCond& cond, RmwOp rop,
+                        uint64_t operand, memory_order mo,
+                        const debug_info& info) {
+  if (g_engine->aborting() || g_engine->observing()) return 0;
+  EngineScope engine;
+  Pending op = NewOp(OpKind::kRmw, loc, mo, info);
+  op.await = true;
+  op.expected = cond.mask;
+  op.await_want = cond.want;
+  op.await_equal = cond.equal;
+  op.op = rop;
+  op.val = operand;
+  return g_engine->Op(op);
+}
+
+uint64_t AtomicAwaitLoad(int loc, const AwaitCond& cond, memory_order mo,
+                         const debug_info& info) {
   if (g_engine->aborting()) return 0;
   if (g_engine->observing()) return g_engine->Observe(loc);
   EngineScope engine;
   Pending op = NewOp(OpKind::kLoad, loc, mo, info);
   op.await = true;
-  op.expected = mask;
-  op.val = want;
-  op.await_equal = equal;
+  op.expected = cond.mask;
+  op.await_want = cond.want;
+  op.await_equal = cond.equal;
   return g_engine->Op(op);
 }
 

@@ -169,19 +169,25 @@ uint64_t AtomicRmw(int loc, RmwOp op, uint64_t operand, memory_order mo,
 bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
                memory_order success, memory_order failure,
                const debug_info& info, bool weak = false);
-// A CAS that waits, with no event, until it can succeed (a lock
-// acquisition): only its successful actions are explored; a thread no
-// write lets succeed waits until the location is written, and if nobody
-// can write, the run is a DEADLOCK. False when the execution is being
-// abandoned.
-bool AtomicAwaitCas(int loc, uint64_t expected, uint64_t desired,
-                    memory_order mo, const debug_info& info);
-// A load that waits, with no event, until it can read a value v with
-// ((v & mask) == want) == equal (a wake-up flag set, a count not zero, a
-// doorbell rung): only such reads are explored, as for AtomicAwaitCas.
-// Returns the value read (0 when abandoned).
-uint64_t AtomicAwaitLoad(int loc, uint64_t mask, uint64_t want, bool equal,
-                         memory_order mo, const debug_info& info);
+// What a wait waits for: a value v with ((v & mask) == want) == equal (a
+// lock word 0, a wake-up bit set or cleared, a count not 0, a doorbell
+// changed).
+struct AwaitCond {
+  uint64_t mask = ~uint64_t{0};
+  uint64_t want = 0;
+  bool equal = true;
+};
+// An RMW that waits, with no event, until it can read a value meeting
+// cond (a lock acquisition, a semaphore's decrement): only such reads are
+// explored; a thread no write lets go on waits until the location is
+// written, and if nobody can write, the run is a DEADLOCK. Returns the
+// value read (0 when the execution is being abandoned).
+uint64_t AtomicAwaitRmw(int loc, const AwaitCond& cond, RmwOp op,
+                        uint64_t operand, memory_order mo,
+                        const debug_info& info);
+// A load that waits as AtomicAwaitRmw does; returns the value read.
+uint64_t AtomicAwaitLoad(int loc, const AwaitCond& cond, memory_order mo,
+                         const debug_info& info);
 // Whether the running execution is being abandoned (its threads unwind).
 bool Abandoning();
 void Fence(memory_order mo, const debug_info& info);

@@ -320,7 +320,7 @@ class WaitQueue {
     }
     if (Word(info) < 0) return true;
     // Until a waker clears the bit, with no event while it waits.
-    AtomicAwaitLoad(loc_, Bit(), 0, true, mo, info);
+    AtomicAwaitLoad(loc_, {Bit(), 0, true}, mo, info);
     return !Abandoning();
   }
   // Wakes up to n registered threads (which ones, when not all: every
@@ -526,13 +526,15 @@ class atomic {
                                debug_info info = RL_CURRENT_INFO) {
     return Cas(expected, desired, success, failure, info);
   }
-  // A checker extension for modelling locks: waits until a CAS from
-  // `expected` to `desired` succeeds, then makes it (order `mo`). The
-  // waiting makes no event: the failed tries a spin loop would make are
-  // not explored, only where the CAS succeeds, as when a Relacy thread
-  // blocks on a held mutex; if no thread can write the atomic again, the
-  // run is a DEADLOCK. False only when the execution is being abandoned
-  // (or outside one, when the value is not `expected`).
+  // Checker extensions for modelling locks and wake-ups. Each waits until
+  // the atomic holds a value that lets it go on, with no event while it
+  // waits: the failed tries a spin loop would make are not explored, only
+  // the reads that end the wait, as when a Relacy thread blocks on a held
+  // mutex. If no thread can write the atomic again, the run is a DEADLOCK.
+  //
+  // await_compare_exchange: a CAS from `expected` to `desired` (order
+  // `mo`) that only succeeds. False only when the execution is being
+  // abandoned (or outside one, when the value is not `expected`).
   bool await_compare_exchange(T expected, T desired, memory_order mo,
                               debug_info info = RL_CURRENT_INFO) {
     static_assert(!kWide, "a lock word fits in 64 bits");
@@ -541,26 +543,37 @@ class atomic {
       plain_ = desired;
       return true;
     }
-    return detail::AtomicAwaitCas(loc_, detail::ToBits(expected), Enc(desired),
-                                  mo, info);
+    // The whole value (stored zero-extended, as ToBits makes it).
+    detail::AtomicAwaitRmw(loc_, {~uint64_t{0}, detail::ToBits(expected), true},
+                           detail::RmwOp::kXchg, Enc(desired), mo, info);
+    return !detail::Abandoning();
   }
-  // A checker extension for modelling wake-ups: waits until a load (order
-  // `mo`) reads a value v with (v & mask) == want, and returns it. As for
-  // await_compare_exchange, the waiting makes no event and a wait nothing
-  // can end is a DEADLOCK. For an integral T.
+  // await_fetch_add / await_fetch_sub: an RMW (order `mo`) once it can read
+  // a value v with ((v & mask) == want) == equal (a semaphore's count not
+  // 0, a reader count with no writer bit); returns v.
+  T await_fetch_add(T v, T mask, T want, bool equal, memory_order mo,
+                    debug_info info = RL_CURRENT_INFO) {
+    return AwaitRmw(detail::RmwOp::kAdd, v, mask, want, equal, mo, info);
+  }
+  T await_fetch_sub(T v, T mask, T want, bool equal, memory_order mo,
+                    debug_info info = RL_CURRENT_INFO) {
+    return AwaitRmw(detail::RmwOp::kSub, v, mask, want, equal, mo, info);
+  }
+  // await_bits: a load (order `mo`) once it can read a value v with
+  // (v & mask) == want (a wake-up bit set or cleared); returns v.
   T await_bits(T mask, T want, memory_order mo,
                debug_info info = RL_CURRENT_INFO) {
     static_assert(std::is_integral_v<T>, "a mask of bits");
     if (!Live()) return plain_;
-    return detail::FromBits<T>(detail::AtomicAwaitLoad(
-        loc_, detail::ToBits(mask), detail::ToBits(want), true, mo, info));
+    return detail::FromBits<T>(
+        detail::AtomicAwaitLoad(loc_, Cond(mask, want, true), mo, info));
   }
-  // Waits, as await_bits, until a load reads a value other than `old`.
+  // await_change: a load once it can read a value other than `old`.
   T await_change(T old, memory_order mo, debug_info info = RL_CURRENT_INFO) {
     static_assert(std::is_integral_v<T>, "compared by value");
     if (!Live()) return plain_;
     return detail::FromBits<T>(detail::AtomicAwaitLoad(
-        loc_, ~uint64_t{0}, detail::ToBits(old), false, mo, info));
+        loc_, {~uint64_t{0}, detail::ToBits(old), false}, mo, info));
   }
   // May fail spuriously (test_params::spurious_cas_failures): the checker
   // explores a failure even when the value matched, at most once in a row
@@ -671,6 +684,21 @@ class atomic {
     atomic_thread_fence(mo_seq_cst, info);
     // Relaxed: notifying is no release (C++20).
     waiters_.Wake(n, mo_relaxed, info);
+  }
+  static detail::AwaitCond Cond(T mask, T want, bool equal) {
+    return {detail::ToBits(mask), detail::ToBits(want), equal};
+  }
+  T AwaitRmw(detail::RmwOp op, T v, T mask, T want, bool equal, memory_order mo,
+             const debug_info& info) {
+    static_assert(std::is_integral_v<T>, "compared by value");
+    if (!Live()) {
+      const T old = plain_;
+      if (((old & mask) == want) != equal) return old;  // cannot wait here
+      plain_ = op == detail::RmwOp::kAdd ? T(old + v) : T(old - v);
+      return old;
+    }
+    return detail::FromBits<T>(detail::AtomicAwaitRmw(
+        loc_, Cond(mask, want, equal), op, detail::ToBits(v), mo, info));
   }
   static memory_order FailureOrder(memory_order mo) {
     if (mo == mo_acq_rel) return mo_acquire;

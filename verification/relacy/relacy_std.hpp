@@ -451,16 +451,11 @@ inline void RwLock(rl_pthread_rwlock_t* l, bool write,
     // of the holders before.
     if (!l->state.await_compare_exchange(0, -1, mo_acquire, info)) return;
   } else {
-    for (;;) {
-      // Relaxed: only the CAS below decides.
-      int v = l->state.await_bits(std::numeric_limits<int>::min(), 0,
-                                  mo_relaxed, info);
-      if (Abandoning()) return;
-      // Pairs with: as above.
-      if (l->state.compare_exchange_strong(v, v + 1, mo_acquire, mo_relaxed,
-                                           info))
-        break;
-    }
+    // A count of readers with no writer (sign bit clear): add one.
+    // Pairs with: as above.
+    l->state.await_fetch_add(1, std::numeric_limits<int>::min(), 0,
+                             /*equal=*/true, mo_acquire, info);
+    if (Abandoning()) return;
   }
   RwTaken(l, write);
 }
@@ -552,16 +547,10 @@ inline int sem_trywait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   return -1;
 }
 inline int sem_wait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
-  for (;;) {
-    // Relaxed: only the CAS below decides. Until a thread posts, with no
-    // event while it waits (or DEADLOCK); unwinding: give up.
-    unsigned v = s->count.await_change(0, rl::mo_relaxed, info);
-    if (rl::detail::Abandoning()) return 0;
-    // Pairs with: the release increment in sem_post.
-    if (s->count.compare_exchange_strong(v, v - 1, rl::mo_acquire,
-                                         rl::mo_relaxed, info))
-      return 0;
-  }
+  // Takes a unit once the count is not 0, with no event while it waits
+  // (or DEADLOCK). Pairs with: the release increment in sem_post.
+  s->count.await_fetch_sub(1, ~0u, 0, /*equal=*/false, rl::mo_acquire, info);
+  return 0;
 }
 inline int sem_getvalue(rl::rl_sem_t* s, int* value,
                         rl::debug_info info = RL_CURRENT_INFO) {
