@@ -4016,16 +4016,23 @@ bool AtomicCas(int loc, uint64_t* expected, uint64_t desired,
 
 bool Abandoning() { return g_generation != 0 && g_engine->aborting(); }
 
+// A wait's operation: NewOp's, waiting for cond (Pending::await).
+static Pending NewAwaitOp(OpKind kind, int loc, const AwaitCond& cond,
+                          memory_order mo, const debug_info& info) {
+  Pending op = NewOp(kind, loc, mo, info);
+  op.await = true;
+  op.expected = cond.mask;
+  op.await_want = cond.want;
+  op.await_equal = cond.equal;
+  return op;
+}
+
 uint64_t AtomicAwaitRmw(int loc, const AwaitCond& cond, RmwOp rop,
                         uint64_t operand, memory_order mo,
                         const debug_info& info) {
   if (g_engine->aborting() || g_engine->observing()) return 0;
   EngineScope engine;
-  Pending op = NewOp(OpKind::kRmw, loc, mo, info);
-  op.await = true;
-  op.expected = cond.mask;
-  op.await_want = cond.want;
-  op.await_equal = cond.equal;
+  Pending op = NewAwaitOp(OpKind::kRmw, loc, cond, mo, info);
   op.op = rop;
   op.val = operand;
   return g_engine->Op(op);
@@ -4036,12 +4043,7 @@ uint64_t AtomicAwaitLoad(int loc, const AwaitCond& cond, memory_order mo,
   if (g_engine->aborting()) return 0;
   if (g_engine->observing()) return g_engine->Observe(loc);
   EngineScope engine;
-  Pending op = NewOp(OpKind::kLoad, loc, mo, info);
-  op.await = true;
-  op.expected = cond.mask;
-  op.await_want = cond.want;
-  op.await_equal = cond.equal;
-  return g_engine->Op(op);
+  return g_engine->Op(NewAwaitOp(OpKind::kLoad, loc, cond, mo, info));
 }
 
 void Fence(memory_order mo, const debug_info& info) {
