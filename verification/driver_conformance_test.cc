@@ -263,6 +263,7 @@ struct TryMutex {
   void lock(rl::debug_info info) {
     for (;;) {
       int expected = 0;
+      // Pairs with: the release store in unlock().
       if (state.compare_exchange_strong(expected, 1, std::memory_order_acquire,
                                         std::memory_order_relaxed, info))
         return;

@@ -245,20 +245,16 @@ struct Loc {
 
 enum class OpKind : uint8_t { kNone, kLoad, kStore, kRmw, kCas, kResume };
 
-struct Pending;
-bool AwaitReadable(const Pending& op, const struct Event& w);
-
 struct Pending {
   OpKind kind = OpKind::kNone;
   bool weak = false;  // compare_exchange_weak
   // A wait (AtomicAwaitLoad, AtomicAwaitRmw): a load or RMW with only the
-  // actions reading a value v with ((v & expected) == await_want) ==
-  // await_equal. While no write allows one, the thread waits, with no
-  // event, until the location is written (as a Relacy thread blocks on a
-  // held mutex): the failed tries are not explored.
+  // actions reading a value that meets await_cond. While no write allows
+  // one, the thread waits, with no event, until the location is written
+  // (as a Relacy thread blocks on a held mutex): the failed tries are not
+  // explored.
   bool await = false;
-  bool await_equal = true;
-  uint64_t await_want = 0;
+  AwaitCond await_cond;
   int loc = -1;
   memory_order mo = mo_relaxed, mo_fail = mo_relaxed;
   RmwOp op = RmwOp::kXchg;
@@ -268,7 +264,8 @@ struct Pending {
 
 // Whether reading w lets a waiting operation (Pending::await) go on.
 bool AwaitReadable(const Pending& op, const Event& w) {
-  return ((w.wval & op.expected) == op.await_want) == op.await_equal &&
+  const AwaitCond& c = op.await_cond;
+  return ((w.wval & c.mask) == c.want) == c.equal &&
          (op.kind != OpKind::kRmw || w.rmw_reader < 0);
 }
 
@@ -656,9 +653,9 @@ class Engine {
     const ThreadState& th = threads_[t];
     return th.started && !th.finished && !th.blocked && th.pending;
   }
-  // Thread t waits in a lock acquisition (Pending::await) that no write
-  // lets succeed, deferral constraint aside: it has no action until its
-  // location is written. Running another thread instead defers no read.
+  // Thread t waits (Pending::await) and no write ends the wait, deferral
+  // constraint aside: it has no action until its location is written.
+  // Running another thread instead defers no read.
   bool AwaitBlocked(unsigned t) const {
     const ThreadState& th = threads_[t];
     if (!th.op.await) return false;
@@ -1986,7 +1983,7 @@ void Engine::AfterWrite(unsigned t, int loc) {
       wake = th.prev_reads[k].loc == loc;
     if (wake) {
       th.blocked = false;
-      // A lock acquisition (RunOne) retries its CAS: no wait any more.
+      // A wait made blocked by RunOne looks again: no sync wait any more.
       if (th.op.await) th.sync_wait = false;
     }
   }
@@ -3667,9 +3664,9 @@ Engine::Outcome Engine::RunOne() {
           if (th.finished || !th.started) continue;
           all_done = false;
           if (!th.blocked && th.pending && AwaitBlocked(t)) {
-            // A lock acquisition nothing lets succeed waits as a thread
-            // in WaitBlocked does: woken by a write to its location
-            // (AfterWrite), a deadlock if nobody can write.
+            // A wait no write ends blocks as a thread in WaitBlocked
+            // does: woken by a write to its location (AfterWrite), a
+            // deadlock if nobody can write.
             th.blocked = true;
             th.sync_wait = true;
             th.wait_loc = th.op.loc;
@@ -4021,9 +4018,7 @@ static Pending NewAwaitOp(OpKind kind, int loc, const AwaitCond& cond,
                           memory_order mo, const debug_info& info) {
   Pending op = NewOp(kind, loc, mo, info);
   op.await = true;
-  op.expected = cond.mask;
-  op.await_want = cond.want;
-  op.await_equal = cond.equal;
+  op.await_cond = cond;
   return op;
 }
 

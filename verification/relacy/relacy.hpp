@@ -1029,8 +1029,8 @@ class mutex {
                    "lock of a non-recursive mutex the thread already holds",
                    info);
     // Waits for an unlock (a write of state_) with no event: only the
-    // acquisitions are explored. Pairs with: the release store of unlock().
-    // Unwinding: go on without it.
+    // acquisitions are explored. Unwinding: go on without it.
+    // Pairs with: the release store of unlock().
     state_.await_compare_exchange(0, 1, mo_acquire, info);
     owner_ = static_cast<int>(thread_index());
     info_ = info;

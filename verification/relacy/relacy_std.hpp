@@ -393,9 +393,6 @@ inline uint64_t RwBit() {
   const unsigned me = ThreadIndex();
   return me < 64 ? uint64_t{1} << me : 0;
 }
-// One attempt to take it: false if it is held the other way (or by a
-// writer). A CAS that fails because another reader came or went retries.
-// blocking: a lock, not a try (taking it against oneself never ends).
 // False if the calling thread holds l in a way the request conflicts
 // with: a try fails, a lock (blocking) never ends (reported).
 inline bool RwMayWait(rl_pthread_rwlock_t* l, bool write, bool blocking,
@@ -422,6 +419,9 @@ inline void RwTaken(rl_pthread_rwlock_t* l, bool write) {
     if (me < 64) ++l->reads[me];
   }
 }
+// One attempt to take it: false if it is held the other way (or by a
+// writer). A CAS that fails because another reader came or went retries.
+// blocking: a lock, not a try (taking it against oneself never ends).
 inline bool RwTryLock(rl_pthread_rwlock_t* l, bool write, bool blocking,
                       const debug_info& info) {
   if (!RwMayWait(l, write, blocking, info)) return false;
@@ -452,7 +452,7 @@ inline void RwLock(rl_pthread_rwlock_t* l, bool write,
     if (!l->state.await_compare_exchange(0, -1, mo_acquire, info)) return;
   } else {
     // A count of readers with no writer (sign bit clear): add one.
-    // Pairs with: as above.
+    // Pairs with: the release store / decrement in pthread_rwlock_unlock.
     l->state.await_fetch_add(1, std::numeric_limits<int>::min(), 0,
                              /*equal=*/true, mo_acquire, info);
     if (Abandoning()) return;
