@@ -221,6 +221,7 @@ struct Event {
   int rel_fence = -1;   // po-latest release fence before this write
   int choice = -1;      // DFS: the scheduling decision that created it
   int sc_node = -1;     // SC events: node in the SC-order graph
+  int prev_acc = -1;    // its thread's previous access to loc (Loc::last_acc)
   // Not zeroed when the event is created: Stamp() and StampLocal() or
   // Build() assign them before anything reads them.
   Clock post{Clock::NoInit{}};  // thread clock at the event, after acquiring
@@ -239,6 +240,9 @@ struct Loc {
   bool freed = false;          // its memory was freed
   std::vector<int> mo;   // writes in modification order
   std::vector<int> acc;  // all accesses (init, reads, writes)
+  // Per thread, its latest access (then Event::prev_acc back through its
+  // earlier ones), or -1: SeenPosition() reads one access per thread.
+  int32_t last_acc[kClockSlots];
   int init = -1;         // the construction (a non-atomic write) event
   debug_info info;
 };
@@ -811,6 +815,10 @@ class Engine {
   // earlier versions replay their own way.
   bool lazy_sampling_ = false;
   bool lazy_probe_ = false;  // ActionsFor() skips the SC probe
+  // Event::porf and ThreadVars::porf are kept up to date: only the
+  // exhaustive search's lazy deferral reads them (Discover, SystemFence).
+  // Fixed for an execution (ResetExecution); elsewhere they are left stale.
+  bool track_porf_ = true;
   // A sampled run recorded as "r4:" (every random run now): a scheduling
   // decision draws a thread, then one of its actions (DrawThreadFirst).
   bool thread_first_ = false;
@@ -1711,21 +1719,43 @@ void Engine::Prune() {
 
 // The modification-order position of the latest write seen (written, or
 // read from) by an access to loc that happens before clock c: a read with
-// clock c reads there or later, a store goes after it (coherence). Scanned
-// newest access first, ending once the newest write is seen (nothing can
-// raise the bound further): a thread that has just accessed the location
-// usually has.
+// clock c reads there or later, a store goes after it (coherence). A
+// thread's accesses to one location see non-decreasing positions (each is
+// sequenced, so happens, before the next: the four coherence rules), so
+// per thread only its latest access that c knows of counts: the thread's
+// newest access (Loc::last_acc), or an earlier one (Event::prev_acc) where
+// c does not know the newest; one or two events per thread, not every
+// access to the location.
 int Engine::SeenPosition(int loc, const Clock& c) const {
   const Loc& l = locs_[loc];
   const int newest = static_cast<int>(l.mo.size()) - 1;
   int seen = 0;
-  for (auto it = l.acc.rbegin(); it != l.acc.rend(); ++it) {
-    const Event& ev = events_[*it];
-    if (c.get(ev.tid) < ev.idx) continue;  // !Hb(*it, c)
+  for (int u = 0; u < g_clock_width; ++u) {
+    int id = l.last_acc[u];
+    const int32_t known = c.get(u);
+    while (id >= 0 && events_[id].idx > known) id = events_[id].prev_acc;
+    if (id < 0) continue;
+    const Event& ev = events_[id];
     if (ev.writes) seen = std::max(seen, ev.mo_pos);
     if (ev.reads) seen = std::max(seen, events_[ev.rf].mo_pos);
     if (seen == newest) break;
   }
+#ifdef RL_SC_CHECK
+  // The reference: every access to loc that happens before c.
+  int all = 0;
+  for (int id : l.acc) {
+    const Event& ev = events_[id];
+    if (c.get(ev.tid) < ev.idx) continue;
+    if (ev.writes) all = std::max(all, ev.mo_pos);
+    if (ev.reads) all = std::max(all, events_[ev.rf].mo_pos);
+  }
+  if (all != seen) {
+    std::fprintf(stderr,
+                 "RL_SC_CHECK: SeenPosition(%s) is %d, the accesses say %d\n",
+                 LocStr(loc).c_str(), seen, all);
+    std::abort();
+  }
+#endif
   return seen;
 }
 
@@ -1769,6 +1799,7 @@ void Engine::Stamp(unsigned t, Event& e) const {
 
 void Engine::StampLocal(unsigned t, Event& e) const {
   Stamp(t, e);
+  if (!track_porf_) return;
   e.porf = threads_[t].porf;
   e.porf.set(t, e.idx);
 }
@@ -1816,17 +1847,20 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
   e.rel = e.writes && IsRel(mo);
   e.sc = mo == mo_seq_cst && !MainOutsideThreads(t);
   if (e.writes) e.rel_fence = th.rel_fence;
-  e.porf = th.porf;
-  e.porf.set(t, e.idx);
+  if (track_porf_) {
+    e.porf = th.porf;
+    e.porf.set(t, e.idx);
+  }
   if (e.reads) {
     b.sync = Clock();  // read only for reads (here and in Commit)
     e.rf = a.rf;
-    e.porf.Join(events_[a.rf].porf);
-    e.rval = events_[a.rf].wval;
+    const Event& w = events_[a.rf];
+    if (track_porf_) e.porf.Join(w.porf);
+    e.rval = w.wval;
     if (e.kind == Kind::kRmw) {
       if (op.kind == OpKind::kRmw)
         e.wval = Compute(op.op, e.rval, op.val, locs_[op.loc].width);
-      e.mo_pos = events_[a.rf].mo_pos + 1;
+      e.mo_pos = w.mo_pos + 1;
     }
     // Release sequence of the write read from (C++20: the write and the
     // chain of RMWs reading from it); each release head, or each release
@@ -1855,6 +1889,8 @@ void Engine::Push(const Built& b) {
   if (e.loc >= 0) {
     Loc& l = locs_[e.loc];
     l.acc.push_back(id);
+    e.prev_acc = l.last_acc[e.tid];
+    l.last_acc[e.tid] = id;
     if (e.writes) {
       if (e.mo_pos == static_cast<int>(l.mo.size())) {
         l.mo.push_back(id);  // the newest write: no position moves
@@ -1906,6 +1942,7 @@ void Engine::Pop() {
   if (e.loc >= 0) {
     Loc& l = locs_[e.loc];
     l.acc.pop_back();
+    l.last_acc[e.tid] = e.prev_acc;
     if (e.writes) {
       l.mo.erase(l.mo.begin() + e.mo_pos);
       for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
@@ -1928,15 +1965,14 @@ void Engine::Commit(unsigned t, const Built& b) {
   // Whether the event exists does not depend on its own read: judge
   // dependence by the thread's porf before it. A failed CAS counts as a
   // potential write (reading another value it would have written).
-  if ((e.writes || e.kind == Kind::kCasFail) && mode_ == Mode::kDfs &&
-      p_.lazy_deferral) {
+  if ((e.writes || e.kind == Kind::kCasFail) && track_porf_) {
     // Discover reads entries of other threads only: th.porf (not yet
     // updated) is the porf before this event there.
     Discover(e, th.porf);
   }
   th.idx = e.idx;
   th.clock = e.post;
-  th.porf = e.porf;
+  if (track_porf_) th.porf = e.porf;
   if (e.reads) {
     if (!e.acq) {
       th.acq_pending.Join(b.sync);
@@ -2854,6 +2890,8 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
                       const void* addr, bool side) {
   int id = static_cast<int>(locs_.size());
   locs_.emplace_back();
+  std::fill(std::begin(locs_.back().last_acc), std::end(locs_.back().last_acc),
+            -1);
   TakePooled(&locs_.back().mo);
   TakePooled(&locs_.back().acc);
   locs_.back().width = width;
@@ -3019,7 +3057,7 @@ void Engine::AdvanceThread(unsigned t, const Event& e) {
   ThreadState& th = threads_[t];
   th.idx = e.idx;
   th.clock = e.post;
-  th.porf = e.porf;
+  if (track_porf_) th.porf = e.porf;
   if (e.kind == Kind::kFence && e.rel)
     th.rel_fence = static_cast<int>(&e - events_.data());
 }
@@ -3058,7 +3096,7 @@ void Engine::SystemFence(const debug_info& info) {
   const unsigned me = cur_;
   const Clock caller = threads_[me].clock;
   const Clock caller_porf = threads_[me].porf;
-  if (mode_ == Mode::kDfs && p_.lazy_deferral) {
+  if (track_porf_) {
     for (size_t id = 0; id < events_.size(); ++id) {
       const Event& r = events_[id];
       if (r.choice < 0 || r.tid == static_cast<int>(me)) continue;
@@ -3575,6 +3613,7 @@ void Engine::ResetExecution() {
   // the first few executions the engine allocates nothing per execution.
   events_.clear();
   addr_hash_.clear();
+  track_porf_ = mode_ == Mode::kDfs && p_.lazy_deferral;
   for (Loc& l : locs_) {
     l.mo.clear();
     l.acc.clear();
