@@ -27,8 +27,11 @@ namespace internal {
 
 #if defined(PERCPU_MODEL_CHECK)
 
+// The checker's atomic without lifetime tracking: trivially destructible,
+// as PerCpuAllocator requires of what it hands out (it never runs
+// destructors); otherwise rl::atomic itself.
 template <typename T>
-using Atomic = rl::atomic<T>;
+using Atomic = rl::detail::basic_atomic<T>;
 
 inline void ThreadFence(std::memory_order order) {
   rl::atomic_thread_fence(order);

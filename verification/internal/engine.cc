@@ -520,11 +520,16 @@ class Engine {
   // The common case inline (initialized before, by happens-before, and not
   // freed); the report out of line.
   void CheckInitialized(const Pending& op) {
-    const Loc& l = locs_[op.loc];
-    if (!l.freed && (l.init < 0 || Hb(l.init, threads_[cur_].clock))) return;
+    if (op.loc >= 0 && static_cast<size_t>(op.loc) < locs_.size()) {
+      const Loc& l = locs_[op.loc];
+      if (!l.freed && (l.init < 0 || Hb(l.init, threads_[cur_].clock))) return;
+    }
     ReportUninitialized(op);
   }
   void ReportUninitialized(const Pending& op);
+  // The end of an rl::atomic's lifetime (its destructor): as a free of its
+  // memory, see HeapFree().
+  void DestroyAtomic(int loc);
   void Fence(memory_order mo, const debug_info& info);
   // A fence event of thread t at the end of events_ (b: what it acquired);
   // the caller may join more into it, then Push(b) and AdvanceThread().
@@ -919,7 +924,10 @@ class Engine {
   bool has_invariant_ = false;
   bool garbage_collected_ = false;  // Relacy's Java / CLI mode (Run)
   bool observing() const { return observing_; }
-  uint64_t Observe(int loc) const { return events_[locs_[loc].mo.back()].wval; }
+  uint64_t Observe(int loc) const {
+    if (loc < 0 || static_cast<size_t>(loc) >= locs_.size()) return 0;
+    return events_[locs_[loc].mo.back()].wval;
+  }
 };
 
 // True while an execution's user code (suite constructor, before, thread,
@@ -2933,6 +2941,18 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
 // after it by happens-before is a data race. Only the accessing thread's
 // clock matters: the access itself cannot acquire its own initialization.
 void Engine::ReportUninitialized(const Pending& op) {
+  if (op.loc < 0 || static_cast<size_t>(op.loc) >= locs_.size()) {
+    // A live generation but no location of this execution: the object's
+    // memory no longer holds the atomic it held (its lifetime ended, and
+    // the compiler reused or dropped its bytes).
+    std::ostringstream s;
+    s << "access to freed memory: an rl::atomic whose lifetime has ended "
+      << "(no location #" << op.loc << " in this execution), accessed by "
+      << (cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_))
+      << " at " << BaseName(op.info.file_) << ":" << op.info.line_;
+    Fail(test_result_access_to_freed_memory, s.str(), op.info);
+    return;
+  }
   const Loc& l = locs_[op.loc];
   const ThreadState& th = threads_[cur_];
   if (l.freed) {
@@ -3346,6 +3366,35 @@ void Engine::FreedAccess(const char* what, const debug_info& decl,
                    : "thread " + std::to_string(cur_))
     << " at " << BaseName(info.file_) << ":" << info.line_;
   Fail(test_result_access_to_freed_memory, s.str(), info);
+}
+
+// The destructor ends the object's lifetime as a free ends a heap block's
+// ([basic.life]/1): the location is poisoned for the rest of the execution,
+// and an access by another thread that does not happen before the
+// destruction is a use after free, as in HeapFree(). The main thread runs
+// alone, before or after every test thread (MainOutsideThreads): each
+// access happens before its destruction.
+void Engine::DestroyAtomic(int loc) {
+  if (loc < 0 || static_cast<size_t>(loc) >= locs_.size()) return;
+  Loc& l = locs_[loc];
+  if (l.freed) return;
+  l.freed = true;
+  if (failed_ || aborting_ || cur_ == n_) return;
+  const Clock& clock = threads_[cur_].clock;
+  for (int e : l.acc) {
+    if (events_[e].tid == static_cast<int>(cur_) || Hb(e, clock)) continue;
+    std::ostringstream s;
+    s << "access to freed memory: " << EventStr(e).substr(0, 200)
+      << " is not ordered before the destruction of " << LocStr(loc)
+      << " by thread " << cur_;
+    // Recorded, not thrown: a destructor is noexcept; the thread stops at
+    // its next checker operation.
+    failed_ = true;
+    result_ = test_result_access_to_freed_memory;
+    fail_desc_ = s.str();
+    fail_info_ = l.info;
+    return;
+  }
 }
 
 void* Engine::HeapAlloc(size_t size, size_t align, int kind) {
@@ -4106,6 +4155,12 @@ void Yield(unsigned count, const debug_info& info) {
     return;
   EngineScope engine;
   g_engine->Yield(info);
+}
+
+void AtomicDestroyed(int loc) {
+  if (g_generation == 0) return;
+  EngineScope engine;
+  g_engine->DestroyAtomic(loc);
 }
 
 int NewSideAtomic(uint64_t init, const debug_info& info) {

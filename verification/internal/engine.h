@@ -157,6 +157,9 @@ uint64_t Generation();
 
 int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
               const void* addr = nullptr, size_t size = 0);
+// The destructor of the rl::atomic that NewAtomic() returned loc for: the
+// location is freed memory from now on (later accesses are reported).
+void AtomicDestroyed(int loc);
 // A 64-bit location of the front end's own bookkeeping (a wait queue),
 // made on first use by whichever thread: its initialization is no write
 // an access could race with (a thread that never synchronized with the

@@ -403,14 +403,17 @@ class WaitQueue {
 
 }  // namespace detail
 
+namespace detail {
 template <typename T>
-class atomic;
+class basic_atomic;
+}  // namespace detail
 
 // Result of x($): the same operations, attributed to the given position.
 template <typename T>
 class atomic_proxy {
  public:
-  atomic_proxy(atomic<T>* a, debug_info info) : a_(a), info_(info) {}
+  atomic_proxy(detail::basic_atomic<T>* a, debug_info info)
+      : a_(a), info_(info) {}
   T load(memory_order mo = mo_seq_cst) const { return a_->load(mo, info_); }
   void store(T v, memory_order mo = mo_seq_cst) { a_->store(v, mo, info_); }
   T exchange(T v, memory_order mo = mo_seq_cst) {
@@ -464,7 +467,7 @@ class atomic_proxy {
   T operator^=(T v) { return fetch_xor(v) ^ v; }
 
  private:
-  atomic<T>* a_;
+  detail::basic_atomic<T>* a_;
   debug_info info_;
 };
 
@@ -472,7 +475,7 @@ class atomic_proxy {
 template <typename T>
 class atomic_proxy_const {
  public:
-  atomic_proxy_const(const atomic<T>* a, debug_info info)
+  atomic_proxy_const(const detail::basic_atomic<T>* a, debug_info info)
       : a_(a), info_(info) {}
   T load(memory_order mo = mo_seq_cst) const { return a_->load(mo, info_); }
   void wait(T old, memory_order mo = mo_seq_cst) const {
@@ -481,18 +484,27 @@ class atomic_proxy_const {
   operator T() const { return load(); }  // NOLINT
 
  private:
-  const atomic<T>* a_;
+  const detail::basic_atomic<T>* a_;
   debug_info info_;
 };
 
+namespace detail {
+
+// rl::atomic without the end of its lifetime: trivially destructible, for
+// storage that never runs destructors (the project's PerCpuAllocator hands
+// out zeroed memory; its seam, primitives/internal/atomic.h, uses this).
 template <typename T>
-class atomic {
+class basic_atomic {
  public:
   // Value-initialized like C++20 std::atomic.
-  atomic(debug_info info = RL_CURRENT_INFO) { Init(T(), info); }     // NOLINT
-  atomic(T v, debug_info info = RL_CURRENT_INFO) { Init(v, info); }  // NOLINT
-  atomic(const atomic&) = delete;
-  atomic& operator=(const atomic&) = delete;
+  basic_atomic(debug_info info = RL_CURRENT_INFO) {
+    Init(T(), info);
+  }                                                       // NOLINT
+  basic_atomic(T v, debug_info info = RL_CURRENT_INFO) {  // NOLINT
+    Init(v, info);
+  }
+  basic_atomic(const basic_atomic&) = delete;
+  basic_atomic& operator=(const basic_atomic&) = delete;
 
   atomic_proxy<T> operator()(debug_info info) { return {this, info}; }
   atomic_proxy_const<T> operator()(debug_info info) const {
@@ -826,6 +838,32 @@ class atomic {
   [[no_unique_address]] std::conditional_t<kWide, detail::WideValues<T>,
                                            detail::NoWideValues>
       wide_;
+
+ protected:
+  // The destructor of rl::atomic: the end of the object's lifetime.
+  void EndLifetime() {
+    if (Live()) detail::AtomicDestroyed(loc_);
+  }
+};
+
+}  // namespace detail
+
+// The model checker's atomic (Relacy's rl::atomic, C++20 std::atomic's
+// interface). The end of its lifetime is a free: a later access through a
+// dangling pointer (use after scope, after delete) is ACCESS TO FREED
+// MEMORY, and so is an access by another thread that does not happen
+// before the destruction. The destructor's call also keeps the compiler
+// from dropping the store of loc_ to an object nothing reads before it dies
+// (GCC's lifetime dead-store elimination).
+template <typename T>
+class atomic : public detail::basic_atomic<T> {
+ public:
+  atomic(debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : detail::basic_atomic<T>(info) {}
+  atomic(T v, debug_info info = RL_CURRENT_INFO)  // NOLINT
+      : detail::basic_atomic<T>(v, info) {}
+  ~atomic() { this->EndLifetime(); }
+  using detail::basic_atomic<T>::operator=;
 };
 
 // A non-atomic variable whose every access is checked for data races.
