@@ -579,6 +579,10 @@ class Engine {
   void StartThread(unsigned t);
   void Resume(unsigned t);
   void SwitchToScheduler();
+  // The running thread decides and applies the next step itself (see
+  // StepInThread); false where only the scheduler's loop may decide.
+  bool StepInThread();
+  void SwitchToThread(unsigned t);
   void AbortThreads();
   [[noreturn]] void Prune();
   // Ends the running thread of an abandoned execution: drops its frames if
@@ -678,7 +682,13 @@ class Engine {
     return th.op.kind == OpKind::kLoad || th.op.kind == OpKind::kRmw ||
            th.op.kind == OpKind::kCas;
   }
-  void Apply(const Action& a);
+  // Action a's step (its event, or a resumption) without running its
+  // thread; Apply() then runs it.
+  void Place(const Action& a);
+  void Apply(const Action& a) {
+    Place(a);
+    Resume(static_cast<unsigned>(a.tid));
+  }
 
   // Graph.
   bool Hb(int e, const Clock& c) const {
@@ -850,6 +860,9 @@ class Engine {
   std::vector<ThreadState> threads_;
   unsigned cur_ = 0;  // running thread; n_ = main
   bool in_thread_ = false;
+  // RunOne() has started the suite's threads (each ran to its first
+  // operation): from then on a thread may decide a step (StepInThread).
+  bool threads_started_ = false;
   bool aborting_ = false;
   bool failed_ = false;
   bool pruned_ = false;
@@ -1699,6 +1712,48 @@ void Engine::SwitchToScheduler() {
   rl_switch_context(&th.sp, sched_sp_);
 #else
   swapcontext(&th.uc, &sched_uc_);
+#endif
+  AsanFinishSwitch(th.asan_fake, nullptr, nullptr);
+  if (aborting_ && th.noabort == 0) Abandon();
+}
+
+// A step decided on the running thread's stack, as Relacy's threads switch
+// to one another: the RunOne() loop's step (Decide, Place) without the two
+// switches through the scheduler, and with no switch at all when the thread
+// drawn is the running one. Left to the scheduler's loop: a decision that
+// finds no action (deadlock, livelock or pruning; a failed Decide records
+// nothing, so the loop decides it again), a thread created but not yet
+// started (the loop starts it first), and invariant() (checked by the loop
+// after each step). A failure or pruning during the step goes to the
+// scheduler from here as from any operation (Fail, Prune).
+bool Engine::StepInThread() {
+  if (!threads_started_ || has_invariant_) return false;
+  for (unsigned t = n_static_; t < n_static_ + n_spawned_; ++t)
+    if (threads_[t].spawned && !threads_[t].started) return false;
+  Action a;
+  last_choice_ = -1;
+  if (!Decide(DecideKind::kSched, 0, &a)) return false;
+  Place(a);
+  if (failed_ || pruned_) {
+    SwitchToScheduler();
+    return true;
+  }
+  const unsigned t = static_cast<unsigned>(a.tid);
+  if (t != cur_) SwitchToThread(t);
+  return true;
+}
+
+// From the running thread straight to thread t, whose step was just placed.
+// This thread continues when a later step places its own (the scheduler's
+// Resume() or another thread's SwitchToThread() sets cur_ back to it).
+void Engine::SwitchToThread(unsigned t) {
+  ThreadState& th = threads_[cur_];
+  cur_ = t;
+  AsanStartSwitch(&th.asan_fake, threads_[t].stack, kStackSize);
+#ifdef RL_FAST_SWITCH
+  rl_switch_context(&th.sp, threads_[t].sp);
+#else
+  swapcontext(&th.uc, &threads_[t].uc);
 #endif
   AsanFinishSwitch(th.asan_fake, nullptr, nullptr);
   if (aborting_ && th.noabort == 0) Abandon();
@@ -2855,7 +2910,7 @@ __attribute__((always_inline)) inline void Engine::PlaceEvent(unsigned t,
   Push(b);
 }
 
-void Engine::Apply(const Action& a) {
+void Engine::Place(const Action& a) {
   unsigned t = static_cast<unsigned>(a.tid);
   // Every lower runnable thread was deferred: its read must read a write
   // that does not exist yet. This is the exhaustive search's canonical
@@ -2889,7 +2944,6 @@ void Engine::Apply(const Action& a) {
           e.kind == Kind::kCasFail && e.rval == th.op.expected ? e.loc : -1;
     th.constraint = 0;
   }
-  if (t < n_) Resume(t);
 }
 
 // ---------------------------------------------------------------- API
@@ -2988,7 +3042,7 @@ uint64_t Engine::Op(Pending op) {
   th.op = op;
   th.pending = true;
   if (in_thread_) {
-    SwitchToScheduler();
+    if (!StepInThread()) SwitchToScheduler();
   } else {
     // Main context (constructor, before, after): decide inline; most
     // operations here have one coherent action and decide nothing.
@@ -3693,6 +3747,7 @@ void Engine::ResetExecution() {
   }
   cur_ = n_;
   in_thread_ = false;
+  threads_started_ = false;
   aborting_ = false;
   failed_ = false;
   pruned_ = false;
@@ -3732,6 +3787,7 @@ Engine::Outcome Engine::RunOne() {
       StartThread(t);
       if (failed_ || pruned_) break;
     }
+    threads_started_ = true;
     while (!failed_ && !pruned_) {
       // Threads created since the last step run to their first operation.
       bool started_one = false;
