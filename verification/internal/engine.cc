@@ -25,7 +25,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -3740,7 +3742,10 @@ void Engine::ResetExecution() {
   sc_fences_.clear();
   for (auto& th : threads_) {
     // Not th = ThreadState(): that zeroes and copies the ucontext_t too.
-    static_cast<ThreadVars&>(th) = ThreadVars();
+    // Rebuilt in place (ThreadVars is trivially destructible): assigning
+    // a temporary built it and then copied it, twice the stores.
+    static_assert(std::is_trivially_destructible_v<ThreadVars>);
+    new (static_cast<ThreadVars*>(&th)) ThreadVars();
     th.sc_pending.clear();
     th.cur_reads.clear();
     th.prev_reads.clear();
