@@ -521,8 +521,13 @@ class Engine {
                    const debug_info& info);
   // The common case inline (initialized before, by happens-before, and not
   // freed); the report out of line.
+  // Whether loc names a location of this execution (an id read from a
+  // dead rl::atomic's bytes may not).
+  bool IsLoc(int loc) const {
+    return static_cast<size_t>(loc) < locs_.size();  // also rejects < 0
+  }
   void CheckInitialized(const Pending& op) {
-    if (op.loc >= 0 && static_cast<size_t>(op.loc) < locs_.size()) {
+    if (IsLoc(op.loc)) {
       const Loc& l = locs_[op.loc];
       if (!l.freed && (l.init < 0 || Hb(l.init, threads_[cur_].clock))) return;
     }
@@ -552,6 +557,21 @@ class Engine {
   int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info);
   void* JoinThread(int handle, const debug_info& info);
   void Fail(test_result_e r, const std::string& desc, const debug_info& info);
+  // Fail() for a noexcept caller (operator delete, a destructor): records
+  // the failure, unless one is recorded or the execution is being
+  // abandoned; the thread stops at its next checker operation.
+  void RecordFailure(test_result_e r, const std::string& desc,
+                     const debug_info& info);
+  // "main" or "thread N", for reports.
+  std::string ThreadName(int t) const {
+    return t == static_cast<int>(n_) ? std::string("main")
+                                     : "thread " + std::to_string(t);
+  }
+  std::string RunningName() const { return ThreadName(static_cast<int>(cur_)); }
+  // An access to l by another thread that does not happen before the
+  // running thread's clock (one a free or destruction now would race
+  // with), or -1.
+  int AccessNotBefore(const Loc& l) const;
   int NewVar(bool initialized, const debug_info& info, const void* addr);
   void VarAccess(int var, bool write, const debug_info& info);
   bool tracing() const { return trace_; }
@@ -585,6 +605,7 @@ class Engine {
   // StepInThread); false where only the scheduler's loop may decide.
   bool StepInThread();
   void SwitchToThread(unsigned t);
+  void SwitchFromRunning(unsigned to);  // to: a thread, or n_ (scheduler)
   void AbortThreads();
   [[noreturn]] void Prune();
   // Ends the running thread of an abandoned execution: drops its frames if
@@ -940,7 +961,7 @@ class Engine {
   bool garbage_collected_ = false;  // Relacy's Java / CLI mode (Run)
   bool observing() const { return observing_; }
   uint64_t Observe(int loc) const {
-    if (loc < 0 || static_cast<size_t>(loc) >= locs_.size()) return 0;
+    if (!IsLoc(loc)) return 0;
     return events_[locs_[loc].mo.back()].wval;
   }
 };
@@ -1707,13 +1728,22 @@ void Engine::Resume(unsigned t) {
   cur_ = n_;
 }
 
-void Engine::SwitchToScheduler() {
+void Engine::SwitchToScheduler() { SwitchFromRunning(n_); }
+
+// Suspends the running thread and runs `to`: a thread (its step placed) or,
+// for n_, the scheduler. The thread continues here when it is run again
+// (the scheduler's Resume() or another thread's SwitchToThread() sets cur_
+// back to it), and stops here if the execution is being abandoned.
+void Engine::SwitchFromRunning(unsigned to) {
   ThreadState& th = threads_[cur_];
-  AsanStartSwitch(&th.asan_fake, sched_bottom_, sched_size_);
+  const bool sched = to == n_;
+  if (!sched) cur_ = to;
+  AsanStartSwitch(&th.asan_fake, sched ? sched_bottom_ : threads_[to].stack,
+                  sched ? sched_size_ : kStackSize);
 #ifdef RL_FAST_SWITCH
-  rl_switch_context(&th.sp, sched_sp_);
+  rl_switch_context(&th.sp, sched ? sched_sp_ : threads_[to].sp);
 #else
-  swapcontext(&th.uc, &sched_uc_);
+  swapcontext(&th.uc, sched ? &sched_uc_ : &threads_[to].uc);
 #endif
   AsanFinishSwitch(th.asan_fake, nullptr, nullptr);
   if (aborting_ && th.noabort == 0) Abandon();
@@ -1746,20 +1776,7 @@ bool Engine::StepInThread() {
 }
 
 // From the running thread straight to thread t, whose step was just placed.
-// This thread continues when a later step places its own (the scheduler's
-// Resume() or another thread's SwitchToThread() sets cur_ back to it).
-void Engine::SwitchToThread(unsigned t) {
-  ThreadState& th = threads_[cur_];
-  cur_ = t;
-  AsanStartSwitch(&th.asan_fake, threads_[t].stack, kStackSize);
-#ifdef RL_FAST_SWITCH
-  rl_switch_context(&th.sp, threads_[t].sp);
-#else
-  swapcontext(&th.uc, &threads_[t].uc);
-#endif
-  AsanFinishSwitch(th.asan_fake, nullptr, nullptr);
-  if (aborting_ && th.noabort == 0) Abandon();
-}
+void Engine::SwitchToThread(unsigned t) { SwitchFromRunning(t); }
 
 // An abandoned execution's threads are unwound (AbortExecution), so the
 // code under test releases what its stack frames hold. A thread suspended
@@ -2997,15 +3014,15 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
 // after it by happens-before is a data race. Only the accessing thread's
 // clock matters: the access itself cannot acquire its own initialization.
 void Engine::ReportUninitialized(const Pending& op) {
-  if (op.loc < 0 || static_cast<size_t>(op.loc) >= locs_.size()) {
+  if (!IsLoc(op.loc)) {
     // A live generation but no location of this execution: the object's
     // memory no longer holds the atomic it held (its lifetime ended, and
     // the compiler reused or dropped its bytes).
     std::ostringstream s;
     s << "access to freed memory: an rl::atomic whose lifetime has ended "
       << "(no location #" << op.loc << " in this execution), accessed by "
-      << (cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_))
-      << " at " << BaseName(op.info.file_) << ":" << op.info.line_;
+      << RunningName() << " at " << BaseName(op.info.file_) << ":"
+      << op.info.line_;
     Fail(test_result_access_to_freed_memory, s.str(), op.info);
     return;
   }
@@ -3418,9 +3435,7 @@ void Engine::FreedAccess(const char* what, const debug_info& decl,
   std::ostringstream s;
   s << "access to freed memory: " << what << " declared at "
     << BaseName(decl.file_) << ":" << decl.line_ << ", accessed by "
-    << (cur_ == n_ ? std::string("main")
-                   : "thread " + std::to_string(cur_))
-    << " at " << BaseName(info.file_) << ":" << info.line_;
+    << RunningName() << " at " << BaseName(info.file_) << ":" << info.line_;
   Fail(test_result_access_to_freed_memory, s.str(), info);
 }
 
@@ -3431,26 +3446,34 @@ void Engine::FreedAccess(const char* what, const debug_info& decl,
 // alone, before or after every test thread (MainOutsideThreads): each
 // access happens before its destruction.
 void Engine::DestroyAtomic(int loc) {
-  if (loc < 0 || static_cast<size_t>(loc) >= locs_.size()) return;
+  if (!IsLoc(loc)) return;
   Loc& l = locs_[loc];
   if (l.freed) return;
   l.freed = true;
   if (failed_ || aborting_ || cur_ == n_) return;
-  const Clock& clock = threads_[cur_].clock;
-  for (int e : l.acc) {
-    if (events_[e].tid == static_cast<int>(cur_) || Hb(e, clock)) continue;
+  if (const int e = AccessNotBefore(l); e >= 0) {
     std::ostringstream s;
     s << "access to freed memory: " << EventStr(e).substr(0, 200)
-      << " is not ordered before the destruction of " << LocStr(loc)
-      << " by thread " << cur_;
-    // Recorded, not thrown: a destructor is noexcept; the thread stops at
-    // its next checker operation.
-    failed_ = true;
-    result_ = test_result_access_to_freed_memory;
-    fail_desc_ = s.str();
-    fail_info_ = l.info;
-    return;
+      << " is not ordered before the destruction of " << LocStr(loc) << " by "
+      << RunningName();
+    RecordFailure(test_result_access_to_freed_memory, s.str(), l.info);
   }
+}
+
+int Engine::AccessNotBefore(const Loc& l) const {
+  const Clock& clock = threads_[cur_].clock;
+  for (int e : l.acc)
+    if (events_[e].tid != static_cast<int>(cur_) && !Hb(e, clock)) return e;
+  return -1;
+}
+
+void Engine::RecordFailure(test_result_e r, const std::string& desc,
+                           const debug_info& info) {
+  if (failed_ || aborting_) return;
+  failed_ = true;
+  result_ = r;
+  fail_desc_ = desc;
+  fail_info_ = info;
 }
 
 void* Engine::HeapAlloc(size_t size, size_t align, int kind) {
@@ -3477,20 +3500,9 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   EngineScope engine;
   auto it = heap_.find(reinterpret_cast<uintptr_t>(p));
   if (it == heap_.end() && (!report_foreign || OutsideErase(p))) return false;
-  // Reported from operator delete (noexcept): record the failure; the
-  // thread stops at its next checker operation.
-  auto record = [&](test_result_e r, const std::string& desc) {
-    if (failed_ || aborting_) return;
-    failed_ = true;
-    result_ = r;
-    fail_desc_ = desc;
-    fail_info_ = info;
-  };
-  // Report text is built only when a failure is recorded: frees are on the
-  // hot path (an abandoned execution's destructors free everything).
-  auto who = [&] {
-    return cur_ == n_ ? std::string("main") : "thread " + std::to_string(cur_);
-  };
+  // Reported from operator delete (noexcept): RecordFailure. Report text
+  // is built only when a failure is recorded: frees are on the hot path
+  // (an abandoned execution's destructors free everything).
   // An abandoned or already failed execution records nothing more: the
   // block is still poisoned, the ordering checks are skipped.
   const bool can_report = !failed_ && !aborting_;
@@ -3500,15 +3512,15 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     // It is not released (the program is wrong either way).
     std::ostringstream s;
     s << "free of memory this execution did not allocate (" << p << ") by "
-      << who();
-    record(test_result_double_free, s.str());
+      << RunningName();
+    RecordFailure(test_result_double_free, s.str(), info);
     return true;
   }
   Block& b = it->second;
   if (b.freed) {
     std::ostringstream s;
-    s << "double free of a " << b.size << "-byte block by " << who();
-    record(test_result_double_free, s.str());
+    s << "double free of a " << b.size << "-byte block by " << RunningName();
+    RecordFailure(test_result_double_free, s.str(), info);
     return true;
   }
   b.freed = true;
@@ -3525,12 +3537,11 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     if (l.addr < lo || l.addr >= hi) continue;
     l.freed = true;
     if (!can_report) continue;
-    for (int e : l.acc) {
-      if (events_[e].tid == static_cast<int>(cur_) || Hb(e, clock)) continue;
+    if (const int e = AccessNotBefore(l); e >= 0) {
       std::ostringstream s;
       s << "access to freed memory: " << EventStr(e).substr(0, 200)
-        << " is not ordered before the free by " << who();
-      record(test_result_access_to_freed_memory, s.str());
+        << " is not ordered before the free by " << RunningName();
+      RecordFailure(test_result_access_to_freed_memory, s.str(), info);
       return true;
     }
   }
@@ -3547,8 +3558,8 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
       std::ostringstream s;
       s << "access to freed memory: an access to rl::var declared at "
         << BaseName(v.decl.file_) << ":" << v.decl.line_
-        << " is not ordered before the free by " << who();
-      record(test_result_access_to_freed_memory, s.str());
+        << " is not ordered before the free by " << RunningName();
+      RecordFailure(test_result_access_to_freed_memory, s.str(), info);
       return true;
     }
   }
@@ -3577,10 +3588,8 @@ void Engine::CheckLeaks() {
     s << "resource leak: " << resources
       << " pthread mutex/condition variable/semaphore(s) initialized and "
          "never destroyed; the first by "
-      << (first_resource->tid == static_cast<int>(n_)
-              ? std::string("main")
-              : "thread " + std::to_string(first_resource->tid))
-      << " after event #" << first_resource->after;
+      << ThreadName(first_resource->tid) << " after event #"
+      << first_resource->after;
     failed_ = true;
     result_ = test_result_resource_leak;
     fail_desc_ = s.str();
@@ -3592,11 +3601,8 @@ void Engine::CheckLeaks() {
   std::ostringstream s;
   s << "memory leak: " << blocks << " block(s), " << bytes
     << " bytes, never freed; the first (" << first->size
-    << " bytes) allocated by "
-    << (first->tid == static_cast<int>(n_)
-            ? std::string("main")
-            : "thread " + std::to_string(first->tid))
-    << " after event #" << first->after;
+    << " bytes) allocated by " << ThreadName(first->tid) << " after event #"
+    << first->after;
   failed_ = true;
   result_ = test_result_memory_leak;
   fail_desc_ = s.str();
@@ -3657,10 +3663,8 @@ int Engine::NewVar(bool initialized, const debug_info& info,
 void Engine::UserLog(const debug_info& info, const std::string& text) {
   if (!trace_ || observing_) return;
   std::ostringstream s;
-  s << "   " << (cur_ == n_ ? std::string("main")
-                            : "thread " + std::to_string(cur_))
-    << ": " << text << "  [" << BaseName(info.file_) << ":" << info.line_
-    << "]";
+  s << "   " << RunningName() << ": " << text << "  [" << BaseName(info.file_)
+    << ":" << info.line_ << "]";
   var_trace_.emplace_back(events_.size(), s.str());
 }
 
@@ -3671,11 +3675,9 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
   if (v.freed) FreedAccess("rl::var", v.decl, info);
   if (trace_) {
     std::ostringstream s;
-    s << "   " << (cur_ == n_ ? std::string("main")
-                              : "thread " + std::to_string(cur_))
-      << ": var " << (write ? "write " : "read ") << "var#" << var << "("
-      << BaseName(v.decl.file_) << ":" << v.decl.line_ << ")  ["
-      << BaseName(info.file_) << ":" << info.line_ << "]";
+    s << "   " << RunningName() << ": var " << (write ? "write " : "read ")
+      << "var#" << var << "(" << BaseName(v.decl.file_) << ":" << v.decl.line_
+      << ")  [" << BaseName(info.file_) << ":" << info.line_ << "]";
     var_trace_.emplace_back(events_.size(), s.str());
   }
   auto ordered = [&](const VarAcc& a) {
