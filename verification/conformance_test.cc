@@ -109,10 +109,13 @@ struct EscapedAtomic : rl::test_suite<EscapedAtomic, 2> {
   void thread(unsigned i) {
     if (i == 0) {
       auto* local = new (storage) rl::atomic<int>(0);
+      // Pairs with: thread 1's acquire load of shared.
       shared.store(local, rl::mo_release);
       local->~atomic();
-    } else if (rl::atomic<int>* p = shared.load(rl::mo_acquire)) {
-      p->store(1, rl::mo_relaxed);
+    } else {
+      // Pairs with: thread 0's release store of shared.
+      rl::atomic<int>* p = shared.load(rl::mo_acquire);
+      if (p != nullptr) p->store(1, rl::mo_relaxed);
     }
   }
 };
@@ -125,12 +128,16 @@ struct EscapedAtomicWaited : rl::test_suite<EscapedAtomicWaited, 2> {
   void thread(unsigned i) {
     if (i == 0) {
       auto* local = new (storage) rl::atomic<int>(0);
+      // Pairs with: thread 1's acquire load of shared.
       shared.store(local, rl::mo_release);
+      // Pairs with: thread 1's release store of done, after its use.
       while (done.load(rl::mo_acquire) == 0) rl::yield(1, $);
       local->~atomic();
     } else {
+      // Pairs with: thread 0's release store of shared.
       if (rl::atomic<int>* p = shared.load(rl::mo_acquire))
         p->store(1, rl::mo_relaxed);
+      // Pairs with: thread 0's acquire load of done.
       done.store(1, rl::mo_release);
     }
   }

@@ -270,8 +270,8 @@ struct TryMutex {
       if (!rl::detail::WaitBlocked(info, /*on_last_read=*/true)) return;
     }
   }
-  // Pairs with: the acquire CAS of the next lock().
   void unlock(rl::debug_info info) {
+    // Pairs with: the acquire CAS of the next lock().
     state.store(0, std::memory_order_release, info);
   }
 };

@@ -447,14 +447,14 @@ inline void RwLock(rl_pthread_rwlock_t* l, bool write,
                    const debug_info& info) {
   if (!RwMayWait(l, write, /*blocking=*/true, info)) return;
   if (write) {
-    // Pairs with: the release store / decrement in pthread_rwlock_unlock
-    // of the holders before.
+    // The holders before unlocked it (pthread_rwlock_unlock).
+    // Pairs with: their release store / decrement in pthread_rwlock_unlock.
     if (!l->state.await_compare_exchange(0, -1, mo_acquire, info)) return;
   } else {
     // A count of readers with no writer (sign bit clear): add one.
+    const int sign = std::numeric_limits<int>::min();
     // Pairs with: the release store / decrement in pthread_rwlock_unlock.
-    l->state.await_fetch_add(1, std::numeric_limits<int>::min(), 0,
-                             /*equal=*/true, mo_acquire, info);
+    l->state.await_fetch_add(1, sign, 0, /*equal=*/true, mo_acquire, info);
     if (Abandoning()) return;
   }
   RwTaken(l, write);

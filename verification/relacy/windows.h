@@ -171,9 +171,9 @@ inline atomic<uint64_t>* Doorbell(unsigned t, const debug_info& info) {
 }
 
 inline uint64_t LockState(WaitState& s, const debug_info& info) {
-  // Pairs with: the release store in UnlockState (the previous operation
-  // on the object). As rl::mutex: waits for the unlock with no event;
-  // unwinding: go on without it.
+  // As rl::mutex: waits for the unlock with no event; unwinding: go on
+  // without it. The unlock is the previous operation on the object.
+  // Pairs with: the release store in UnlockState.
   s.word.await_compare_exchange(0, 1, mo_acquire, info);
   return 0;
 }
