@@ -147,6 +147,66 @@ TEST_CASE("lifetime: a use not ordered before the destruction is reported") {
   VERDICT(rl::test_result_success, EscapedAtomicWaited);
 }
 
+// The same three programs with an rl::var (Relacy's var checks its
+// signature on each access: ACCESS TO FREED MEMORY for the first two, the
+// verdicts of real Relacy on these programs). Before 0.2.0 the first
+// crashed the checker (the compiler dropped the store of the variable's id,
+// so the access passed a stale one) and the escaped use passed silently.
+struct VarUseAfterDestruction : rl::test_suite<VarUseAfterDestruction, 1> {
+  alignas(rl::var<int>) unsigned char storage[sizeof(rl::var<int>)];
+  void thread(unsigned) {
+    auto* v = new (storage) rl::var<int>(0);
+    v->~var();
+    (*v)($) = 5;
+  }
+};
+TEST_CASE(
+    "lifetime: an rl::var used after its destructor is ACCESS TO FREED "
+    "MEMORY") {
+  VERDICT(rl::test_result_access_to_freed_memory, VarUseAfterDestruction);
+}
+
+struct EscapedVar : rl::test_suite<EscapedVar, 2> {
+  alignas(rl::var<int>) unsigned char storage[sizeof(rl::var<int>)];
+  rl::atomic<rl::var<int>*> shared{nullptr};
+  void thread(unsigned i) {
+    if (i == 0) {
+      auto* local = new (storage) rl::var<int>(0);
+      // Pairs with: thread 1's acquire load of shared.
+      shared.store(local, rl::mo_release);
+      local->~var();
+    } else {
+      // Pairs with: thread 0's release store of shared.
+      rl::var<int>* p = shared.load(rl::mo_acquire);
+      if (p != nullptr) (*p)($) = 1;
+    }
+  }
+};
+struct EscapedVarWaited : rl::test_suite<EscapedVarWaited, 2> {
+  alignas(rl::var<int>) unsigned char storage[sizeof(rl::var<int>)];
+  rl::atomic<rl::var<int>*> shared{nullptr};
+  rl::atomic<int> done{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      auto* local = new (storage) rl::var<int>(0);
+      // Pairs with: thread 1's acquire load of shared.
+      shared.store(local, rl::mo_release);
+      // Pairs with: thread 1's release store of done, after its use.
+      while (done.load(rl::mo_acquire) == 0) rl::yield(1, $);
+      local->~var();
+    } else {
+      // Pairs with: thread 0's release store of shared.
+      if (rl::var<int>* p = shared.load(rl::mo_acquire)) (*p)($) = 1;
+      // Pairs with: thread 0's acquire load of done.
+      done.store(1, rl::mo_release);
+    }
+  }
+};
+TEST_CASE("lifetime: an rl::var use not ordered before its destruction") {
+  VERDICT(rl::test_result_access_to_freed_memory, EscapedVar);
+  VERDICT(rl::test_result_success, EscapedVarWaited);
+}
+
 // Both threads exchange the node out and delete what they got; a second
 // delete of the same pointer (a buggy "cache" of the old value).
 struct DoubleFree : rl::test_suite<DoubleFree, 2> {

@@ -573,7 +573,16 @@ class Engine {
   // with), or -1.
   int AccessNotBefore(const Loc& l) const;
   int NewVar(bool initialized, const debug_info& info, const void* addr);
+  // Whether var names an rl::var of this execution (see IsLoc).
+  bool IsVar(int var) const {
+    return static_cast<size_t>(var) < vars_.size();  // also rejects < 0
+  }
   void VarAccess(int var, bool write, const debug_info& info);
+  // The end of an rl::var's lifetime (its destructor), as DestroyAtomic.
+  void DestroyVar(int var);
+  // Whether another thread accessed v without that access happening before
+  // the running thread's clock (a free or destruction now would race).
+  bool VarAccessNotBefore(const VarState& v) const;
   bool tracing() const { return trace_; }
   void UserLog(const debug_info& info, const std::string& text);
   // True while an abandoned execution is being unwound: the operation
@@ -3531,7 +3540,6 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   // [basic.life], [intro.races]), which is a use after free.
   const char* lo = static_cast<const char*>(p);
   const char* hi = lo + b.size;
-  const Clock& clock = threads_[cur_].clock;
   for (size_t i = 0; i < locs_.size(); ++i) {
     Loc& l = locs_[i];
     if (l.addr < lo || l.addr >= hi) continue;
@@ -3549,12 +3557,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     if (v.addr < lo || v.addr >= hi) continue;
     v.freed = true;
     if (!can_report) continue;
-    auto unordered = [&](const VarAcc& a) {
-      return a.tid != static_cast<int>(cur_) && clock.get(a.tid) < a.epoch;
-    };
-    bool bad = v.has_write && unordered(v.w);
-    for (const VarAcc& r : v.reads) bad = bad || unordered(r);
-    if (bad) {
+    if (VarAccessNotBefore(v)) {
       std::ostringstream s;
       s << "access to freed memory: an access to rl::var declared at "
         << BaseName(v.decl.file_) << ":" << v.decl.line_
@@ -3668,8 +3671,44 @@ void Engine::UserLog(const debug_info& info, const std::string& text) {
   var_trace_.emplace_back(events_.size(), s.str());
 }
 
+bool Engine::VarAccessNotBefore(const VarState& v) const {
+  const Clock& clock = threads_[cur_].clock;
+  auto unordered = [&](const VarAcc& a) {
+    return a.tid != static_cast<int>(cur_) && clock.get(a.tid) < a.epoch;
+  };
+  if (v.has_write && unordered(v.w)) return true;
+  for (const VarAcc& r : v.reads)
+    if (unordered(r)) return true;
+  return false;
+}
+
+void Engine::DestroyVar(int var) {
+  if (!IsVar(var)) return;
+  VarState& v = vars_[var];
+  if (v.freed) return;
+  v.freed = true;
+  if (failed_ || aborting_ || cur_ == n_) return;
+  if (VarAccessNotBefore(v)) {
+    std::ostringstream s;
+    s << "access to freed memory: an access to rl::var declared at "
+      << BaseName(v.decl.file_) << ":" << v.decl.line_
+      << " is not ordered before its destruction by " << RunningName();
+    RecordFailure(test_result_access_to_freed_memory, s.str(), v.decl);
+  }
+}
+
 void Engine::VarAccess(int var, bool write, const debug_info& info) {
   if (observing_) return;
+  if (!IsVar(var)) {
+    // A live generation but no variable of this execution: as
+    // ReportUninitialized's dead atomic.
+    std::ostringstream s;
+    s << "access to freed memory: an rl::var whose lifetime has ended (no "
+      << "variable #" << var << " in this execution), accessed by "
+      << RunningName() << " at " << BaseName(info.file_) << ":" << info.line_;
+    Fail(test_result_access_to_freed_memory, s.str(), info);
+    return;
+  }
   VarState& v = vars_[var];
   const ThreadState& th = threads_[cur_];
   if (v.freed) FreedAccess("rl::var", v.decl, info);
@@ -4293,6 +4332,12 @@ void VarAccess(int var, bool write, const debug_info& info) {
   if (g_engine->aborting()) return;
   EngineScope engine;
   g_engine->VarAccess(var, write, info);
+}
+
+void VarDestroyed(int var) {
+  if (g_generation == 0) return;
+  EngineScope engine;
+  g_engine->DestroyVar(var);
 }
 
 void NoAbort(int delta) {

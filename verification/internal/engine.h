@@ -249,6 +249,9 @@ struct NoAbortScope {
 // True while an execution's user code runs on this OS thread.
 bool Tracking();
 void VarAccess(int var, bool write, const debug_info& info);
+// The destructor of the rl::var that NewVar() returned var for: as
+// AtomicDestroyed().
+void VarDestroyed(int var);
 // User history (RL_HIST_IMPL / RL_LOG): true only while the failing
 // execution is replayed for its trace, so a test's history events cost
 // nothing otherwise. UserLog adds a line to that trace after the events

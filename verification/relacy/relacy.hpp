@@ -972,6 +972,15 @@ class var {
   }
   var(const var&) = delete;
   var& operator=(const var&) = delete;
+  // The end of the variable's lifetime, as a free of its memory: a later
+  // access (a pointer kept past the scope) is ACCESS TO FREED MEMORY, as
+  // Relacy reports it; so is another thread's access not ordered before
+  // the destruction. Reading id_ here also keeps its store alive (else
+  // the compiler may drop the stores to an object nothing reads before it
+  // dies, and a dangling access would pass another variable's id).
+  ~var() {
+    if (gen_ != 0 && gen_ == detail::Generation()) detail::VarDestroyed(id_);
+  }
   var_proxy<T> operator()(debug_info info) { return {this, info}; }
   var_proxy_const<T> operator()(debug_info info) const { return {this, info}; }
 
