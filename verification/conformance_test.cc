@@ -1228,6 +1228,16 @@ TEST_CASE("relacy_std: malloc/free are the heap model's") {
   STD_VERDICT(rl::test_result_memory_leak, MallocLeak);
   STD_VERDICT(rl::test_result_success, MallocFreed);
 }
+TEST_CASE("relacy_std: calloc/realloc are the heap model's") {
+  STD_VERDICT(rl::test_result_memory_leak, CallocLeak);
+  STD_VERDICT(rl::test_result_success, CallocZeroed);
+  STD_VERDICT(rl::test_result_success, CallocOverflow);
+  STD_VERDICT(rl::test_result_success, ReallocMoves);
+  STD_VERDICT(rl::test_result_double_free, ReallocOldFreed);
+  STD_VERDICT(rl::test_result_memory_leak, ReallocLeak);
+  STD_VERDICT(rl::test_result_double_free, ReallocOfFreed);
+  STD_VERDICT(rl::test_result_success, ReallocNullZero);
+}
 
 // ------------------------------------------------------ more than 15 threads
 // The default build runs up to 15 threads (RL_MAX_THREADS=16); wider suites

@@ -130,6 +130,62 @@ struct Malloc : rl::test_suite<Malloc<kFree>, 2> {
   }
 };
 
+// calloc and realloc (Relacy's relacy.hpp maps both; its realloc macro
+// names an rl::rl_realloc it does not define, so a Relacy program calling
+// realloc does not build there: C's semantics here).
+enum class Alloc {
+  kCallocLeak,       // MEMORY LEAK
+  kCallocZeroed,     // SUCCESS: zero-filled, freed
+  kCallocOverflow,   // SUCCESS: count * size overflows: null
+  kReallocMoves,     // SUCCESS: the bytes move, the new block is freed
+  kReallocOldFreed,  // DOUBLE FREE: the old pointer freed again
+  kReallocLeak,      // MEMORY LEAK: the new block never freed
+  kReallocOfFreed,   // DOUBLE FREE: realloc of a freed block
+  kReallocNullZero,  // SUCCESS: realloc(null) is malloc, size 0 is free
+};
+template <Alloc kCase>
+struct CAlloc : rl::test_suite<CAlloc<kCase>, 1> {
+  void thread(unsigned) {
+    switch (kCase) {
+      case Alloc::kCallocLeak:
+        (void)calloc(4, sizeof(int));
+        break;
+      case Alloc::kCallocZeroed: {
+        int* p = static_cast<int*>(calloc(4, sizeof(int)));
+        RL_ASSERT(p != nullptr && p[0] == 0 && p[3] == 0);
+        free(p);
+        break;
+      }
+      case Alloc::kCallocOverflow:
+        RL_ASSERT(calloc(SIZE_MAX / 2 + 1, 2) == nullptr);
+        break;
+      case Alloc::kReallocMoves:
+      case Alloc::kReallocOldFreed:
+      case Alloc::kReallocLeak: {
+        int* p = static_cast<int*>(malloc(sizeof(int)));
+        *p = 7;
+        int* q = static_cast<int*>(realloc(p, 64 * sizeof(int)));
+        RL_ASSERT(q != nullptr && q[0] == 7);
+        if (kCase == Alloc::kReallocOldFreed) free(p);
+        if (kCase != Alloc::kReallocLeak) free(q);
+        break;
+      }
+      case Alloc::kReallocOfFreed: {
+        void* p = malloc(8);
+        free(p);
+        (void)realloc(p, 16);
+        break;
+      }
+      case Alloc::kReallocNullZero: {
+        void* p = realloc(nullptr, 8);
+        RL_ASSERT(p != nullptr);
+        RL_ASSERT(realloc(p, 0) == nullptr);
+        break;
+      }
+    }
+  }
+};
+
 // The rwlock, timed-wait and futex programs below get the same verdicts
 // from real Relacy (dvyukov/relacy 9f25438, random search, with *_init in
 // place of the initializers it lacks).
@@ -312,5 +368,25 @@ rl::test_result_e FutexNobodyWakes() { return Full<Futex<Fx::kNobody>>(); }
 rl::test_result_e FutexWakeOneOfTwo() { return Full<FutexTwoWaiters>(); }
 rl::test_result_e MallocLeak() { return Full<Malloc<false>>(); }
 rl::test_result_e MallocFreed() { return Full<Malloc<true>>(); }
+rl::test_result_e CallocLeak() { return Full<CAlloc<Alloc::kCallocLeak>>(); }
+rl::test_result_e CallocZeroed() {
+  return Full<CAlloc<Alloc::kCallocZeroed>>();
+}
+rl::test_result_e CallocOverflow() {
+  return Full<CAlloc<Alloc::kCallocOverflow>>();
+}
+rl::test_result_e ReallocMoves() {
+  return Full<CAlloc<Alloc::kReallocMoves>>();
+}
+rl::test_result_e ReallocOldFreed() {
+  return Full<CAlloc<Alloc::kReallocOldFreed>>();
+}
+rl::test_result_e ReallocLeak() { return Full<CAlloc<Alloc::kReallocLeak>>(); }
+rl::test_result_e ReallocOfFreed() {
+  return Full<CAlloc<Alloc::kReallocOfFreed>>();
+}
+rl::test_result_e ReallocNullZero() {
+  return Full<CAlloc<Alloc::kReallocNullZero>>();
+}
 
 }  // namespace relacy_std_programs

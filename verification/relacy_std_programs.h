@@ -32,6 +32,14 @@ rl::test_result_e FutexNobodyWakes();      // DEADLOCK
 rl::test_result_e FutexWakeOneOfTwo();     // SUCCESS
 rl::test_result_e MallocLeak();            // MEMORY LEAK
 rl::test_result_e MallocFreed();           // SUCCESS
+rl::test_result_e CallocLeak();            // MEMORY LEAK
+rl::test_result_e CallocZeroed();          // SUCCESS
+rl::test_result_e CallocOverflow();        // SUCCESS (null)
+rl::test_result_e ReallocMoves();          // SUCCESS
+rl::test_result_e ReallocOldFreed();       // DOUBLE FREE
+rl::test_result_e ReallocLeak();           // MEMORY LEAK
+rl::test_result_e ReallocOfFreed();        // DOUBLE FREE
+rl::test_result_e ReallocNullZero();       // SUCCESS
 
 }  // namespace relacy_std_programs
 

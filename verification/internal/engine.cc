@@ -12,6 +12,7 @@
 #include "internal/engine.h"
 
 #include <cxxabi.h>
+#include <malloc.h>
 #include <ucontext.h>
 #include <unwind.h>
 
@@ -513,6 +514,13 @@ class Engine {
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read);
   void* HeapAlloc(size_t size, size_t align, int kind);
+  // The size of p if it is a live (allocated, not freed) heap block.
+  bool LiveBlockSize(const void* p, size_t* size) const {
+    auto it = heap_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == heap_.end() || it->second.freed) return false;
+    *size = it->second.size;
+    return true;
+  }
   // Returns false if p is not the execution's and report_foreign is off
   // (the caller frees it for real).
   bool HeapFree(void* p, int kind, const debug_info& info,
@@ -1013,6 +1021,17 @@ void OutsideInsert(const void* p) {
     Outside().insert(reinterpret_cast<uintptr_t>(p));
   }
   t_in_outside = false;
+}
+bool OutsideContains(const void* p) {
+  if (t_in_outside) return false;
+  t_in_outside = true;
+  bool found;
+  {
+    std::lock_guard<std::mutex> lock(g_outside_mu);
+    found = Outside().count(reinterpret_cast<uintptr_t>(p)) != 0;
+  }
+  t_in_outside = false;
+  return found;
 }
 // Returns whether p was an outside block (and forgets it).
 bool OutsideErase(const void* p) {
@@ -4366,6 +4385,30 @@ void HeapFree(void* p, int kind, const debug_info& info) {
     return;
   if (RecordsOutside()) OutsideErase(p);
   std::free(p);
+}
+
+void* HeapRealloc(void* p, size_t size, const debug_info& info) {
+  if (p == nullptr) return HeapAlloc(size, 0, 0);
+  if (size == 0) {
+    HeapFree(p, 0, info);
+    return nullptr;
+  }
+  size_t old = 0;
+  if (!(Tracking() && g_engine->LiveBlockSize(p, &old))) {
+    // Not a live block of this execution. In the test's code, unless it
+    // was allocated outside the execution, it is a freed or foreign
+    // pointer: HeapFree reports it.
+    if (Tracking() && t_user == kTracked && !OutsideContains(p)) {
+      HeapFree(p, 0, info);
+      return nullptr;
+    }
+    old = malloc_usable_size(p);  // plain malloc memory
+  }
+  void* q = HeapAlloc(size, 0, 0);
+  if (q == nullptr) return nullptr;
+  std::memcpy(q, p, std::min(old, size));
+  HeapFree(p, 0, info);
+  return q;
 }
 
 int CreateThread(void* (*fn)(void*), void* arg, const debug_info& info) {

@@ -237,6 +237,13 @@ int NewVar(bool initialized, const debug_info& info,
 inline constexpr int kHeapResource = 3;
 void* HeapAlloc(size_t size, size_t align, int kind);
 void HeapFree(void* p, int kind, const debug_info& info);
+// realloc: a new block holding the old one's bytes (as many as both
+// have), then the old block freed, so a later use of the old pointer is a
+// use after free. Null p: HeapAlloc; size 0: HeapFree, returns null. A p
+// that is no live block is reported as HeapFree reports it (DOUBLE FREE),
+// and null is returned; so it is if the new block cannot be allocated (p
+// stays valid, as with realloc).
+void* HeapRealloc(void* p, size_t size, const debug_info& info);
 // Brackets code that may run in a noexcept destructor (rl::mutex::unlock):
 // an abandoned execution does not throw at the thread there.
 void NoAbort(int delta);

@@ -9,6 +9,7 @@
 #ifndef PERCPU_VERIFICATION_RELACY_RELACY_HPP_
 #define PERCPU_VERIFICATION_RELACY_RELACY_HPP_
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -1540,9 +1541,22 @@ class dyn_thread {
   int handle_ = -1;
 };
 
-// The heap model's malloc/free (relacy_std.hpp maps malloc/free to them).
+// The heap model's malloc/calloc/realloc/free (relacy_std.hpp maps the C
+// names to them, as Relacy's relacy.hpp does).
 inline void* rl_malloc(size_t size, debug_info = RL_CURRENT_INFO) {
   return detail::HeapAlloc(size, 0, 0);
+}
+// Null if count * size overflows, as calloc.
+inline void* rl_calloc(size_t count, size_t size,
+                       debug_info = RL_CURRENT_INFO) {
+  if (size != 0 && count > SIZE_MAX / size) return nullptr;
+  void* p = detail::HeapAlloc(count * size, 0, 0);
+  if (p != nullptr) std::memset(p, 0, count * size);
+  return p;
+}
+inline void* rl_realloc(void* p, size_t size,
+                        debug_info info = RL_CURRENT_INFO) {
+  return detail::HeapRealloc(p, size, info);
 }
 inline void rl_free(void* p, debug_info info = RL_CURRENT_INFO) {
   detail::HeapFree(p, 0, info);

@@ -138,8 +138,10 @@ using ::rl::atomic_ullong;
 using ::rl::atomic_ulong;
 using ::rl::atomic_ushort;
 using ::rl::atomic_wchar_t;
+using ::rl::rl_calloc;
 using ::rl::rl_free;
 using ::rl::rl_malloc;
+using ::rl::rl_realloc;
 }  // namespace std / rl::std_shim
 
 namespace rl {
@@ -655,9 +657,12 @@ inline int futex(rl::atomic<int>* uaddr, int op, int val,
 // macro would otherwise capture).
 #include "windows.h"
 
-// The heap model's malloc/free under the C names (Relacy's spelling).
+// The heap model's malloc/calloc/realloc/free under the C names (Relacy's
+// spelling).
+using rl::rl_calloc;
 using rl::rl_free;
 using rl::rl_malloc;
+using rl::rl_realloc;
 
 #ifndef PERCPU_RL_FAKESTD
 #define std ::rl::std_shim
@@ -677,6 +682,8 @@ using rl::rl_malloc;
 #undef PTHREAD_COND_INITIALIZER
 #define PTHREAD_COND_INITIALIZER {}
 #define malloc(size) rl_malloc((size), RL_INFO)
+#define calloc(count, size) rl_calloc((count), (size), RL_INFO)
+#define realloc(p, size) rl_realloc((p), (size), RL_INFO)
 #define free(p) rl_free((p), RL_INFO)
 
 #endif  // PERCPU_VERIFICATION_RELACY_RELACY_STD_HPP_
