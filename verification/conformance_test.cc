@@ -353,6 +353,24 @@ TEST_CASE("invariant: one that always holds passes") {
   VERDICT(rl::test_result_success, HoldsBetween);
 }
 
+// invariant() reading an rl::var no thread has written yet: Relacy's var
+// reports the read (its invariant runs before the first step too); the
+// same read of an initialized variable is fine. Before 0.2.0 invariant
+// reads were not checked at all here.
+template <bool kInitialized>
+struct InvariantReadsVar : rl::test_suite<InvariantReadsVar<kInitialized>, 1> {
+  rl::var<int> v;
+  void before() {
+    if (kInitialized) v($) = 0;
+  }
+  void thread(unsigned) { v($) = 1; }
+  void invariant() { RL_ASSERT(v($) <= 1); }
+};
+TEST_CASE("invariant: reading an unwritten rl::var is reported") {
+  VERDICT(rl::test_result_unitialized_access, InvariantReadsVar<false>);
+  VERDICT(rl::test_result_success, InvariantReadsVar<true>);
+}
+
 // ---------------------------------------------------------- bounded spin
 
 // "Try 3 times, then take the slow path": the slow path wrongly assumes
@@ -952,6 +970,61 @@ struct Spellings : rl::test_suite<Spellings, 2> {
 };
 TEST_CASE("dialect: x($)++, atomic_flag, thread_local_var, long spellings") {
   VERDICT(rl::test_result_success, Spellings);
+}
+
+// Pointer arithmetic on atomics and vars counts elements, as for
+// std::atomic<U*> (Relacy's atomic<U*> and var<U*> take a ptrdiff_t);
+// is_lock_free(); a var copied from another is a checked read of it.
+// Before 0.2.0 none of these compiled here.
+struct PointerArithmetic : rl::test_suite<PointerArithmetic, 2> {
+  int cells[8] = {0, 10, 20, 30, 40, 50, 60, 70};
+  rl::atomic<int*> next{cells};
+  rl::var<int*> cursor;
+  void thread(unsigned i) {
+    RL_ASSERT(next.is_lock_free() && rl::atomic<int*>::is_always_lock_free);
+    int* mine = next.fetch_add(2, rl::mo_relaxed);  // two cells per thread
+    RL_ASSERT(mine == cells || mine == cells + 2);
+    if (i == 0) {
+      cursor($) = cells;
+      cursor($) += 3;
+      cursor($)++;
+      cursor($) -= 2;
+      RL_ASSERT(*cursor($) == 20);
+    }
+  }
+  void after() {
+    RL_ASSERT(next.load(rl::mo_relaxed) == cells + 4);
+    next($)++;
+    next($) += 2;
+    --next($);
+    RL_ASSERT(next.fetch_sub(4, rl::mo_relaxed) == cells + 6);
+    RL_ASSERT(next.load(rl::mo_relaxed) == cells + 2);
+  }
+};
+TEST_CASE("dialect: pointer arithmetic on atomics and vars counts elements") {
+  VERDICT(rl::test_result_success, PointerArithmetic);
+}
+
+template <bool kSynchronized>
+struct VarCopy : rl::test_suite<VarCopy<kSynchronized>, 2> {
+  rl::var<int> source{0};
+  rl::atomic<int> ready{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      source($) = 4;
+      // Pairs with: thread 1's acquire load of ready.
+      ready.store(1, rl::mo_release);
+    } else {
+      // Pairs with: thread 0's release store of ready (if kSynchronized).
+      if (kSynchronized && ready.load(rl::mo_acquire) == 0) return;
+      rl::var<int> copy(source);  // reads source
+      if (kSynchronized) RL_ASSERT(copy($) == 4);
+    }
+  }
+};
+TEST_CASE("dialect: copying an rl::var reads it, checked for races") {
+  VERDICT(rl::test_result_data_race, VarCopy<false>);
+  VERDICT(rl::test_result_success, VarCopy<true>);
 }
 
 // ------------------------------------------------- C++20 atomic waiting

@@ -3740,7 +3740,18 @@ void Engine::DestroyVar(int var) {
 }
 
 void Engine::VarAccess(int var, bool write, const debug_info& info) {
-  if (observing_) return;
+  if (observing_) {
+    // invariant() between steps: its reads are no thread's, so not
+    // checked for races; reading a freed or never-written variable is
+    // still reported, as Relacy's var does.
+    if (!IsVar(var)) return;
+    const VarState& v = vars_[var];
+    if (v.freed) FreedAccess("rl::var", v.decl, info);
+    if (!write && !v.init && !v.has_write)
+      Fail(test_result_unitialized_access,
+           "read of uninitialized rl::var in invariant()", info);
+    return;
+  }
   if (!IsVar(var)) {
     // A live generation but no variable of this execution: as
     // ReportUninitialized's dead atomic.
@@ -3864,6 +3875,10 @@ Engine::Outcome Engine::RunOne() {
       created = true;
       suite_.Before();
     }
+    // The state before any thread's first step is one invariant() must
+    // hold in too, as Relacy checks it at its first scheduling point: the
+    // threads' code up to their first operation runs in StartThread below.
+    if (has_invariant_ && !failed_) CheckInvariantNow();
     // Thread creation synchronizes: a virtual spawn event after before().
     ThreadState& m = threads_[n_];
     m.idx += 1;

@@ -9,6 +9,7 @@
 #ifndef PERCPU_VERIFICATION_RELACY_RELACY_HPP_
 #define PERCPU_VERIFICATION_RELACY_RELACY_HPP_
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -407,6 +408,15 @@ class WaitQueue {
 namespace detail {
 template <typename T>
 class basic_atomic;
+// A pointer to an object type: fetch_add / fetch_sub, ++, --, += and -=
+// count elements, as for std::atomic<U*> (and Relacy's atomic<U*>).
+template <typename T>
+inline constexpr bool kObjectPointer =
+    std::is_pointer_v<T>&& std::is_object_v<std::remove_pointer_t<T>>;
+// The operand of those operations: std::ptrdiff_t for such a pointer, else
+// T (std::atomic<T>::difference_type).
+template <typename T>
+using Difference = std::conditional_t<kObjectPointer<T>, std::ptrdiff_t, T>;
 }  // namespace detail
 
 // Result of x($): the same operations, attributed to the given position.
@@ -432,10 +442,11 @@ class atomic_proxy {
   bool compare_exchange_strong(T& e, T d, memory_order s, memory_order f) {
     return a_->compare_exchange_strong(e, d, s, f, info_);
   }
-  T fetch_add(T v, memory_order mo = mo_seq_cst) {
+  using difference_type = detail::Difference<T>;
+  T fetch_add(difference_type v, memory_order mo = mo_seq_cst) {
     return a_->fetch_add(v, mo, info_);
   }
-  T fetch_sub(T v, memory_order mo = mo_seq_cst) {
+  T fetch_sub(difference_type v, memory_order mo = mo_seq_cst) {
     return a_->fetch_sub(v, mo, info_);
   }
   T fetch_and(T v, memory_order mo = mo_seq_cst) {
@@ -457,12 +468,12 @@ class atomic_proxy {
     store(v);
     return v;
   }
-  T operator++() { return fetch_add(T(1)) + T(1); }
-  T operator++(int) { return fetch_add(T(1)); }
-  T operator--() { return fetch_sub(T(1)) - T(1); }
-  T operator--(int) { return fetch_sub(T(1)); }
-  T operator+=(T v) { return fetch_add(v) + v; }
-  T operator-=(T v) { return fetch_sub(v) - v; }
+  T operator++() { return T(fetch_add(difference_type(1)) + 1); }
+  T operator++(int) { return fetch_add(difference_type(1)); }
+  T operator--() { return T(fetch_sub(difference_type(1)) - 1); }
+  T operator--(int) { return fetch_sub(difference_type(1)); }
+  T operator+=(difference_type v) { return T(fetch_add(v) + v); }
+  T operator-=(difference_type v) { return T(fetch_sub(v) - v); }
   T operator&=(T v) { return fetch_and(v) & v; }
   T operator|=(T v) { return fetch_or(v) | v; }
   T operator^=(T v) { return fetch_xor(v) ^ v; }
@@ -601,17 +612,25 @@ class basic_atomic {
                              debug_info info = RL_CURRENT_INFO) {
     return Cas(expected, desired, success, failure, info, true);
   }
-  T fetch_add(T v, memory_order mo = mo_seq_cst,
+  using difference_type = detail::Difference<T>;
+  // Lock-free, as Relacy's: the checker's atomics have no lock.
+  static constexpr bool is_always_lock_free = true;
+  bool is_lock_free() const { return true; }
+  T fetch_add(difference_type v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
-    if constexpr (kWide)
+    if constexpr (detail::kObjectPointer<T>)
+      return Rmw(detail::RmwOp::kAdd, ElementOffset(v), mo, info);
+    else if constexpr (kWide)
       return WideRmw(v, mo, info,
                      [](const T& a, const T& b) { return T(a + b); });
     else
       return Rmw(detail::RmwOp::kAdd, v, mo, info);
   }
-  T fetch_sub(T v, memory_order mo = mo_seq_cst,
+  T fetch_sub(difference_type v, memory_order mo = mo_seq_cst,
               debug_info info = RL_CURRENT_INFO) {
-    if constexpr (kWide)
+    if constexpr (detail::kObjectPointer<T>)
+      return Rmw(detail::RmwOp::kSub, ElementOffset(v), mo, info);
+    else if constexpr (kWide)
       return WideRmw(v, mo, info,
                      [](const T& a, const T& b) { return T(a - b); });
     else
@@ -680,12 +699,12 @@ class basic_atomic {
     store(v);
     return v;
   }
-  T operator++() { return fetch_add(T(1)) + T(1); }
-  T operator++(int) { return fetch_add(T(1)); }
-  T operator--() { return fetch_sub(T(1)) - T(1); }
-  T operator--(int) { return fetch_sub(T(1)); }
-  T operator+=(T v) { return fetch_add(v) + v; }
-  T operator-=(T v) { return fetch_sub(v) - v; }
+  T operator++() { return T(fetch_add(difference_type(1)) + 1); }
+  T operator++(int) { return fetch_add(difference_type(1)); }
+  T operator--() { return T(fetch_sub(difference_type(1)) - 1); }
+  T operator--(int) { return fetch_sub(difference_type(1)); }
+  T operator+=(difference_type v) { return T(fetch_add(v) + v); }
+  T operator-=(difference_type v) { return T(fetch_sub(v) - v); }
   T operator&=(T v) { return fetch_and(v) & v; }
   T operator|=(T v) { return fetch_or(v) | v; }
   T operator^=(T v) { return fetch_xor(v) ^ v; }
@@ -766,6 +785,12 @@ class basic_atomic {
                                sizeof(*this));
   }
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
+  // n elements of a pointer's pointee as the pointer-sized operand of an
+  // add or subtract RMW (the engine adds the bits, modulo the width).
+  static T ElementOffset(std::ptrdiff_t n) {
+    return reinterpret_cast<T>(static_cast<uintptr_t>(n) *
+                               sizeof(std::remove_pointer_t<T>));
+  }
   T Rmw(detail::RmwOp op, T v, memory_order mo, const debug_info& info) {
     if constexpr (kWide)
       return WideExchange(op, v, mo, info);
@@ -913,12 +938,13 @@ class var_proxy {
     store(x - 1);
     return x;
   }
-  T operator+=(const T& d) {
+  // For a pointer, d counts elements (Relacy's ptrdiff_t operand).
+  T operator+=(const detail::Difference<T>& d) {
     T x = load() + d;
     store(x);
     return x;
   }
-  T operator-=(const T& d) {
+  T operator-=(const detail::Difference<T>& d) {
     T x = load() - d;
     store(x);
     return x;
@@ -971,7 +997,12 @@ class var {
   var(const T& v, debug_info info = RL_CURRENT_INFO) : value_(v) {  // NOLINT
     Init(true, info);
   }
-  var(const var&) = delete;
+  // Relacy's copy: a checked read of the source, then a new variable
+  // initialized with the value read.
+  var(const var& from, debug_info info = RL_CURRENT_INFO)
+      : value_(ReadChecked(from, info)) {
+    Init(true, info);
+  }
   var& operator=(const var&) = delete;
   // The end of the variable's lifetime, as a free of its memory: a later
   // access (a pointer kept past the scope) is ACCESS TO FREED MEMORY, as
@@ -995,6 +1026,10 @@ class var {
   void Access(bool write, const debug_info& info) const {
     if (gen_ != 0 && gen_ == detail::Generation())
       detail::VarAccess(id_, write, info);
+  }
+  static T ReadChecked(const var& v, const debug_info& info) {
+    v.Access(false, info);
+    return v.value_;
   }
   T value_;
   int id_ = -1;
