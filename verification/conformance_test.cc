@@ -504,6 +504,72 @@ TEST_CASE("livelock: a yielding spin that never ends is LIVELOCK") {
   VERDICT(rl::test_result_livelock, SpinYield);
 }
 
+// A spinner that bumps a counter in every iteration while it waits for a
+// flag the other thread sets: it ends under every fair schedule (Relacy:
+// SUCCESS). Before 0.2.0 the exhaustive search ran the spinner on its
+// stale flag to the depth limit and reported LIVELOCK; a spin whose
+// iterations write but read the same values of the other threads' writes
+// is now treated as identical after spin_bound of them. kSpinnerFirst:
+// the spinner is thread 0, whose loads the search may defer.
+template <bool kSpinnerFirst>
+struct CountingSpin : rl::test_suite<CountingSpin<kSpinnerFirst>, 2> {
+  rl::atomic<int> flag{0}, tries{0};
+  void thread(unsigned i) {
+    if ((i == 0) != kSpinnerFirst) {
+      // Pairs with: the spinner's acquire load of flag.
+      flag.store(1, rl::mo_release);
+    } else {
+      // Pairs with: the release store of flag.
+      while (flag.load(rl::mo_acquire) == 0) {
+        tries.fetch_add(1, rl::mo_relaxed);
+        rl::yield();
+      }
+    }
+  }
+};
+// The same spin with nobody to set the flag: a real livelock.
+struct CountingSpinForever : rl::test_suite<CountingSpinForever, 2> {
+  rl::atomic<int> flag{0}, tries{0};
+  void thread(unsigned i) {
+    if (i == 1) {
+      while (flag.load(rl::mo_acquire) == 0) {
+        tries.fetch_add(1, rl::mo_relaxed);
+        rl::yield();
+      }
+    }
+  }
+};
+// A CAS spin lock counting its failed attempts; relaxed, it no longer
+// orders the data it guards.
+template <rl::memory_order kAcquire, rl::memory_order kRelease>
+struct CountingSpinLock
+    : rl::test_suite<CountingSpinLock<kAcquire, kRelease>, 2> {
+  rl::atomic<int> lock{0}, attempts{0};
+  rl::var<int> data{0};
+  void thread(unsigned) {
+    int expected = 0;
+    // Pairs with: the other thread's release store of lock (if kRelease).
+    while (
+        !lock.compare_exchange_strong(expected, 1, kAcquire, rl::mo_relaxed)) {
+      attempts.fetch_add(1, rl::mo_relaxed);
+      expected = 0;
+      rl::yield();
+    }
+    data($) = data($) + 1;
+    // Pairs with: the other thread's acquire CAS of lock (if kAcquire).
+    lock.store(0, kRelease);
+  }
+};
+TEST_CASE("fairness: a spin that counts its tries is no livelock") {
+  VERDICT(rl::test_result_success, CountingSpin<false>);
+  VERDICT(rl::test_result_success, CountingSpin<true>);
+  VERDICT(rl::test_result_livelock, CountingSpinForever);
+  VERDICT(rl::test_result_success,
+          CountingSpinLock<rl::mo_acquire, rl::mo_release>);
+  VERDICT(rl::test_result_data_race,
+          CountingSpinLock<rl::mo_relaxed, rl::mo_relaxed>);
+}
+
 // ------------------------------------------------------------ search
 
 TEST_CASE("search: default test_params are Relacy's (random, 1000)") {

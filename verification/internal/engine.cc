@@ -383,6 +383,9 @@ struct ThreadVars {
   int rel_fence = -1;
   int idx = 0;
   bool has_prev = false, iter_wrote = false;
+  // Iterations in a row that wrote but read the same values of the other
+  // threads' writes as the one before (Yield: ForeignReadsRepeat).
+  unsigned writing_repeats = 0;
   // Identical iterations run on instead of waiting (bounded by spin_bound);
   // while > 0 every read must repeat the previous iteration's.
   unsigned continuing = 0;
@@ -516,6 +519,7 @@ class Engine {
   uint64_t Op();
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read);
+  bool ForeignReadsRepeat(const ThreadState& th) const;
   void* HeapAlloc(size_t size, size_t align, int kind);
   // The size of p if it is a live (allocated, not freed) heap block.
   bool LiveBlockSize(const void* p, size_t* size) const {
@@ -3281,6 +3285,27 @@ void Engine::Yield(const debug_info& info) {
   if (!in_thread_) return;
   CheckDepth();  // a yield is a step: a loop of bare yields ends
   bool same = th.has_prev && !th.iter_wrote && th.cur_reads == th.prev_reads;
+  // An iteration that wrote -- a counter bumped while waiting -- but read
+  // the same values of the other threads' writes as the one before. Until
+  // another thread writes, each further iteration would read them again
+  // and only write more. Past spin_bound such iterations in a row it is
+  // treated as identical: it waits for another thread's write, or is
+  // pruned if a read was stale. Before, an exhaustive search ran it to
+  // the depth limit in the executions where the writer was never
+  // scheduled and reported a LIVELOCK no fair scheduler produces (Relacy
+  // says SUCCESS).
+  bool writing_spin = false;
+  if (!same && th.has_prev && th.iter_wrote && p_.spin_bound > 0 &&
+      ForeignReadsRepeat(th)) {
+    writing_spin = ++th.writing_repeats > p_.spin_bound;
+  } else {
+    th.writing_repeats = 0;
+  }
+  if (writing_spin) {
+    same = true;
+    th.writing_repeats = 0;
+    th.iter_wrote = false;
+  }
   if (!same) {
     th.prev_reads.swap(th.cur_reads);
     th.cur_reads.clear();
@@ -3293,8 +3318,14 @@ void Engine::Yield(const debug_info& info) {
   // stale, an execution reading the newer write exists; this one is
   // redundant. Otherwise the thread waits for another thread to write.
   bool stale = false;
-  for (const SpinRead& r : th.cur_reads)
-    if (locs_[r.loc].mo.back() != r.rf) stale = true;
+  for (const SpinRead& r : th.cur_reads) {
+    const int newest = locs_[r.loc].mo.back();
+    // A writing spin's RMW (its counter) is followed by its own write,
+    // which makes no read stale: only another thread's newer write does.
+    if (newest != r.rf &&
+        !(writing_spin && events_[newest].tid == static_cast<int>(cur_)))
+      stale = true;
+  }
   // The next identical iteration repeats this one (the same values; for a
   // test-and-set, reading this iteration's own write).
   th.prev_reads.swap(th.cur_reads);
@@ -3306,7 +3337,8 @@ void Engine::Yield(const debug_info& info) {
     if (++th.continuing <= p_.spin_bound) return;
     if (!sampling_) Prune();
     th.continuing = 0;
-  } else if (!th.released && p_.spin_bound > 0) {
+  } else if (!writing_spin && !th.released && p_.spin_bound > 0) {
+    // (A writing spin already ran on spin_bound iterations.)
     // Fairness without losing bounded spins: either wait for another
     // thread's write, or run on (up to spin_bound identical iterations),
     // so a loop that gives up after a few tries reaches its slow path
@@ -3328,6 +3360,26 @@ void Engine::Yield(const debug_info& info) {
   th.op.kind = OpKind::kResume;
   th.pending = true;
   SwitchToScheduler();
+}
+
+// Whether the reads of the running thread's iteration that read another
+// thread's write (or an initial value) repeat the previous iteration's,
+// leaving out the reads of its own writes (a counter it bumps).
+bool Engine::ForeignReadsRepeat(const ThreadState& th) const {
+  const std::vector<SpinRead>& a = th.cur_reads;
+  const std::vector<SpinRead>& b = th.prev_reads;
+  auto own = [&](const SpinRead& r) {
+    return events_[r.rf].tid == static_cast<int>(cur_);
+  };
+  size_t i = 0, j = 0;
+  for (;;) {
+    while (i < a.size() && own(a[i])) ++i;
+    while (j < b.size() && own(b[j])) ++j;
+    if (i == a.size() || j == b.size()) return i == a.size() && j == b.size();
+    if (!(a[i] == b[j])) return false;
+    ++i;
+    ++j;
+  }
 }
 
 bool Engine::WaitBlocked(const debug_info& info, bool on_last_read) {
