@@ -832,6 +832,27 @@ TEST_CASE("mutex: lock synchronizes with the previous unlock") {
   VERDICT(rl::test_result_data_race, MutexCounter<false>);
 }
 
+// A mutex still held when it is destroyed: a member of the suite at the
+// end of the execution, or a local of after() (Relacy: DESTROYING OWNED
+// MUTEX for both). Before 0.2.0 the first passed silently (the suite's
+// destructor reported nothing) and the second ended the process
+// (std::terminate: the report threw out of the mutex's destructor).
+struct HeldAtEnd : rl::test_suite<HeldAtEnd, 1> {
+  rl::mutex m;
+  void thread(unsigned) { m.lock($); }
+};
+struct HeldInAfter : rl::test_suite<HeldInAfter, 1> {
+  void thread(unsigned) {}
+  void after() {
+    rl::mutex m;
+    m.lock($);
+  }
+};
+TEST_CASE("mutex: destroyed while held is DESTROYING OWNED MUTEX") {
+  VERDICT(rl::test_result_destroying_owned_mutex, HeldAtEnd);
+  VERDICT(rl::test_result_destroying_owned_mutex, HeldInAfter);
+}
+
 struct LockOrder : rl::test_suite<LockOrder, 2> {
   rl::mutex a, b;
   void thread(unsigned i) {
@@ -1366,6 +1387,10 @@ TEST_CASE("relacy_std: futex wait/wake") {
 TEST_CASE("relacy_std: malloc/free are the heap model's") {
   STD_VERDICT(rl::test_result_memory_leak, MallocLeak);
   STD_VERDICT(rl::test_result_success, MallocFreed);
+}
+TEST_CASE("relacy_std: pthread_mutex_destroy of a held mutex") {
+  STD_VERDICT(rl::test_result_destroying_owned_mutex,
+              PthreadMutexDestroyedHeld);
 }
 TEST_CASE("relacy_std: calloc/realloc are the heap model's") {
   STD_VERDICT(rl::test_result_memory_leak, CallocLeak);

@@ -186,6 +186,17 @@ struct CAlloc : rl::test_suite<CAlloc<kCase>, 1> {
   }
 };
 
+// pthread_mutex_destroy of a mutex the thread still holds (Relacy:
+// DESTROYING OWNED MUTEX; before 0.2.0 it passed here).
+struct PthreadMutexDestroyHeld : rl::test_suite<PthreadMutexDestroyHeld, 1> {
+  pthread_mutex_t m;
+  void thread(unsigned) {
+    pthread_mutex_init(&m, nullptr);
+    pthread_mutex_lock(&m);
+    pthread_mutex_destroy(&m);
+  }
+};
+
 // The rwlock, timed-wait and futex programs below get the same verdicts
 // from real Relacy (dvyukov/relacy 9f25438, random search, with *_init in
 // place of the initializers it lacks).
@@ -368,6 +379,9 @@ rl::test_result_e FutexNobodyWakes() { return Full<Futex<Fx::kNobody>>(); }
 rl::test_result_e FutexWakeOneOfTwo() { return Full<FutexTwoWaiters>(); }
 rl::test_result_e MallocLeak() { return Full<Malloc<false>>(); }
 rl::test_result_e MallocFreed() { return Full<Malloc<true>>(); }
+rl::test_result_e PthreadMutexDestroyedHeld() {
+  return Full<PthreadMutexDestroyHeld>();
+}
 rl::test_result_e CallocLeak() { return Full<CAlloc<Alloc::kCallocLeak>>(); }
 rl::test_result_e CallocZeroed() {
   return Full<CAlloc<Alloc::kCallocZeroed>>();

@@ -32,6 +32,7 @@ rl::test_result_e FutexNobodyWakes();      // DEADLOCK
 rl::test_result_e FutexWakeOneOfTwo();     // SUCCESS
 rl::test_result_e MallocLeak();            // MEMORY LEAK
 rl::test_result_e MallocFreed();           // SUCCESS
+rl::test_result_e PthreadMutexDestroyedHeld();  // DESTROYING OWNED MUTEX
 rl::test_result_e CallocLeak();            // MEMORY LEAK
 rl::test_result_e CallocZeroed();          // SUCCESS
 rl::test_result_e CallocOverflow();        // SUCCESS (null)

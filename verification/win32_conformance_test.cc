@@ -96,6 +96,36 @@ TEST_CASE("win32: an initialized object never deleted is a RESOURCE LEAK") {
   VERDICT(rl::test_result_resource_leak, NeverDeleted<3>);
 }
 
+// A lock deleted or closed while a thread holds it: DESTROYING OWNED MUTEX,
+// as in Relacy (which reports these in DeleteCriticalSection, DeleteSRWLock
+// and CloseHandle). Before 0.2.0 they passed silently here.
+template <int kObject>
+struct DeletedWhileHeld : rl::test_suite<DeletedWhileHeld<kObject>, 1> {
+  CRITICAL_SECTION cs;
+  SRWLOCK srw;
+  void thread(unsigned) {
+    if (kObject == 0) {
+      InitializeCriticalSection(&cs);
+      EnterCriticalSection(&cs);
+      DeleteCriticalSection(&cs);
+    } else if (kObject == 1) {
+      InitializeSRWLock(&srw);
+      AcquireSRWLockExclusive(&srw);
+      DeleteSRWLock(&srw);
+    } else {
+      HANDLE m = CreateMutex(0, 0, 0);
+      WaitForSingleObject(m, INFINITE);
+      CloseHandle(m);
+    }
+  }
+};
+
+TEST_CASE("win32: a lock deleted or closed while held is reported") {
+  VERDICT(rl::test_result_destroying_owned_mutex, DeletedWhileHeld<0>);
+  VERDICT(rl::test_result_destroying_owned_mutex, DeletedWhileHeld<1>);
+  VERDICT(rl::test_result_destroying_owned_mutex, DeletedWhileHeld<2>);
+}
+
 struct SrwSelfDeadlock : rl::test_suite<SrwSelfDeadlock, 1> {
   SRWLOCK l;
   void before() { InitializeSRWLock(&l); }

@@ -610,9 +610,9 @@ class Engine {
       const_cast<Engine*>(this)->Abandon();
     return true;
   }
-  void NoAbort(int delta) {
-    if (in_thread_) threads_[cur_].noabort += delta;
-  }
+  // Threads and the main context alike (a destructor in after() or in the
+  // suite's destructor reports without throwing out of it).
+  void NoAbort(int delta) { threads_[cur_].noabort += delta; }
 
  private:
   friend void ThreadEntry();
@@ -3740,6 +3740,10 @@ void Engine::Fail(test_result_e r, const std::string& desc,
   if (in_thread_) {
     SwitchToScheduler();
     if (threads_[cur_].noabort > 0) return;  // stopped after the section
+  } else if (threads_[cur_].noabort > 0) {
+    // The main context inside a no-abort section (a destructor): recorded;
+    // RunOne sees failed_ once the section's code returns.
+    return;
   }
   throw AbortExecution();
 }
@@ -4006,8 +4010,13 @@ Engine::Outcome Engine::RunOne() {
     }
   }
   bool fail = failed_;
+  const bool complete = !failed_ && !pruned_;
   AbortThreads();
   failed_ = fail;
+  // A complete execution ends with the suite's destructor, whose reports
+  // count (a member mutex still held: DESTROYING OWNED MUTEX, as Relacy's);
+  // an abandoned one's destructors report nothing.
+  if (complete) aborting_ = false;
   if (created) {
     try {
       UserScope user;

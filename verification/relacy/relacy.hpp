@@ -1083,8 +1083,14 @@ class atomic_flag {
 // destroying a mutex some thread holds is DESTROYING OWNED MUTEX. The
 // POSIX and Win32 shims, whose objects C code frees without a destructor,
 // track their resource by *_init / *_destroy instead (NoResource).
+class mutex;
+class recursive_mutex;
 namespace detail {
 struct NoResource {};
+// Whether a thread holds m (for the shims' destroy functions: destroying a
+// held mutex is DESTROYING OWNED MUTEX).
+bool Held(const mutex& m);
+bool Held(const recursive_mutex& m);
 }  // namespace detail
 class mutex {
  public:
@@ -1140,6 +1146,7 @@ class mutex {
   void unlock_shared(debug_info info = RL_CURRENT_INFO) { unlock(info); }
 
  private:
+  friend bool detail::Held(const mutex& m);
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
   uint64_t gen_ = detail::Generation();  // first: token_ tests it
   atomic<int> state_;
@@ -1184,10 +1191,16 @@ class recursive_mutex {
   }
 
  private:
+  friend bool detail::Held(const recursive_mutex& m);
   mutex m_;
   int owner_ = -1;
   unsigned count_ = 0;
 };
+
+namespace detail {
+inline bool Held(const mutex& m) { return m.Live() && m.owner_ >= 0; }
+inline bool Held(const recursive_mutex& m) { return Held(m.m_); }
+}  // namespace detail
 
 // Condition variable. wait() registers the waiter, unlocks, and either
 // wakes spuriously (explored: C++ allows it) or waits until a notify picks

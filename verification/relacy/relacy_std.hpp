@@ -246,6 +246,9 @@ inline int pthread_mutex_init(rl::rl_pthread_mutex_t* m,
 }
 inline int pthread_mutex_destroy(rl::rl_pthread_mutex_t* m,
                                  rl::debug_info info = RL_CURRENT_INFO) {
+  if (m->recursive ? rl::detail::Held(m->rm) : rl::detail::Held(m->m))
+    rl::detail::Fail(rl::test_result_destroying_owned_mutex,
+                     "pthread_mutex_destroy of a held mutex", info);
   rl::detail::GiveResource(m->resource, info);
   return 0;
 }

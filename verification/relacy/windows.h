@@ -68,7 +68,14 @@ struct win_object {
   // CloseHandle's end of the object: a handle is a tracked heap block
   // (unclosed: MEMORY LEAK) unless it says otherwise (a thread handle).
   virtual void Dispose() { delete this; }
+  // A lock some thread holds (deinit reports it).
+  virtual bool Owned() const { return false; }
   void deinit(debug_info info = RL_CURRENT_INFO) {
+    if (Owned())
+      detail::Fail(test_result_destroying_owned_mutex,
+                   "a critical section, SRW lock or mutex handle deleted or "
+                   "closed while a thread holds it",
+                   info);
     if (resource_ == nullptr) return;
     detail::HeapFree(resource_, detail::kHeapResource, info);
     resource_ = nullptr;
@@ -412,6 +419,9 @@ class generic_mutex : public win_object {
   // Relacy's std-style spellings.
   void lock(debug_info info = RL_CURRENT_INFO) { lock_exclusive(info); }
   void unlock(debug_info info = RL_CURRENT_INFO) { unlock_exclusive(info); }
+  bool Owned() const override {
+    return recursive_ ? detail::Held(rm_) : detail::Held(m_);
+  }
 
  private:
   mutex m_;
@@ -458,6 +468,7 @@ class win_mutex : public win_waitable_object {
     ++count_;
     return true;
   }
+  bool Owned() const override { return count_ != 0; }
 
  private:
   int owner_ = -1;
