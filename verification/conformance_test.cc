@@ -986,6 +986,37 @@ struct Handoff : rl::test_suite<Handoff<kCheckPredicate, kLoop>, 2> {
 TEST_CASE("condvar: a wait in a predicate loop is correct") {
   VERDICT(rl::test_result_success, Handoff<true, true>);
 }
+// wait_for returns true if notified, wait_until (no predicate) true if not
+// notified (timed out or woke spuriously): Relacy's results. The waiter
+// relies on each: told it was notified, the flag set before the notify
+// must be seen. Until 0.2.0 wait_until returned true if notified.
+template <bool kUntil>
+struct TimedWaitResult : rl::test_suite<TimedWaitResult<kUntil>, 2> {
+  rl::mutex m;
+  rl::condition_variable cv;
+  rl::var<int> ready;
+  void before() { ready($) = 0; }
+  void thread(unsigned i) {
+    if (i == 0) {
+      m.lock($);
+      ready($) = 1;
+      cv.notify_one($);
+      m.unlock($);
+    } else {
+      std::unique_lock<rl::mutex> lk(m);
+      while (ready($) == 0) {
+        const bool notified =
+            kUntil ? !cv.wait_until(lk, 1, $) : cv.wait_for(lk, 1, $);
+        if (notified) RL_ASSERT(ready($) == 1);
+      }
+    }
+  }
+};
+TEST_CASE("condvar: wait_for is true if notified, wait_until if not") {
+  VERDICT(rl::test_result_success, TimedWaitResult<false>);
+  VERDICT(rl::test_result_success, TimedWaitResult<true>);
+}
+
 // The waiter waits once without looking at the predicate: if the notify
 // came first, nobody wakes it.
 struct LostWakeup : rl::test_suite<LostWakeup, 2> {

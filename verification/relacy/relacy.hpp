@@ -1267,10 +1267,13 @@ class condition_variable {
                 debug_info info = RL_CURRENT_INFO) {
     return TimedWait(lock, pred, info);
   }
+  // Relacy's wait_until without a predicate returns the opposite of its
+  // wait_for: true if the wait ended without a notify (timed out or woke
+  // spuriously), the value of std::cv_status::timeout.
   template <typename Lock, typename TimePoint>
   bool wait_until(Lock& lock, const TimePoint&,
                   debug_info info = RL_CURRENT_INFO) {
-    return TimedWait(lock, info);
+    return !TimedWait(lock, info);
   }
   template <typename Lock, typename TimePoint, typename Pred>
   bool wait_until(Lock& lock, const TimePoint&, Pred pred,
