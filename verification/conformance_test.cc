@@ -1423,6 +1423,25 @@ TEST_CASE("relacy_std: pthread_mutex_destroy of a held mutex") {
   STD_VERDICT(rl::test_result_destroying_owned_mutex,
               PthreadMutexDestroyedHeld);
 }
+TEST_CASE("relacy_std: POSIX objects used uninitialized, twice, upgraded") {
+  STD_VERDICT(rl::test_result_usage_of_non_initialized_mutex,
+              LifecycleMutexNotInit);
+  STD_VERDICT(rl::test_result_double_initialization_of_mutex,
+              LifecycleMutexTwice);
+  STD_VERDICT(rl::test_result_usage_of_non_initialized_mutex,
+              LifecycleMutexAfterDestroy);
+  STD_VERDICT(rl::test_result_usage_of_non_initialized_condvar,
+              LifecycleCondNotInit);
+  STD_VERDICT(rl::test_result_double_initialization_of_semaphore,
+              LifecycleSemTwice);
+  STD_VERDICT(rl::test_result_usage_of_non_initialized_semaphore,
+              LifecycleSemAfterDestroy);
+  STD_VERDICT(rl::test_result_mutex_read_to_write_upgrade,
+              LifecycleReadToWrite);
+  STD_VERDICT(rl::test_result_mutex_write_to_read_upgrade,
+              LifecycleWriteToRead);
+  STD_VERDICT(rl::test_result_success, LifecycleInitializersAndReinit);
+}
 TEST_CASE("relacy_std: calloc/realloc are the heap model's") {
   STD_VERDICT(rl::test_result_memory_leak, CallocLeak);
   STD_VERDICT(rl::test_result_success, CallocZeroed);

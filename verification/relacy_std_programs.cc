@@ -197,6 +197,79 @@ struct PthreadMutexDestroyHeld : rl::test_suite<PthreadMutexDestroyHeld, 1> {
   }
 };
 
+// Relacy's lifecycle checks: an object used before *_init (unless built by
+// its initializer) or after *_destroy, initialized twice, or an rwlock
+// asked for the other kind of lock by its holder. Each gives real Relacy's
+// verdict (checked side by side); before 0.2.0 all but the upgrades passed
+// here (the upgrades were DEADLOCK).
+enum class Life {
+  kMutexNotInit,           // USAGE OF NON INITIALIZED MUTEX
+  kMutexTwice,             // DOUBLE INITIALIZATION OF MUTEX
+  kMutexAfterDestroy,      // USAGE OF NON INITIALIZED MUTEX
+  kCondNotInit,            // USAGE OF NON INITIALIZED CONDITION VARIABLE
+  kSemTwice,               // DOUBLE INITIALIZATION OF SEMAPHORE
+  kSemAfterDestroy,        // USAGE OF NON INITIALIZED SEMAPHORE
+  kReadToWrite,            // ATTEMPT TO UPGRADE SHARED ... TO EXCLUSIVE
+  kWriteToRead,            // ATTEMPT TO UPGRADE EXCLUSIVE ... TO SHARED
+  kInitializersAndReinit,  // SUCCESS
+};
+template <Life kCase>
+struct Lifecycle : rl::test_suite<Lifecycle<kCase>, 1> {
+  pthread_mutex_t m;
+  pthread_mutex_t ms = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t c;
+  pthread_cond_t cs = PTHREAD_COND_INITIALIZER;
+  pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+  sem_t s;
+  void thread(unsigned) {
+    switch (kCase) {
+      case Life::kMutexNotInit:
+        pthread_mutex_lock(&m);
+        break;
+      case Life::kMutexTwice:
+        pthread_mutex_init(&m, nullptr);
+        pthread_mutex_init(&m, nullptr);
+        break;
+      case Life::kMutexAfterDestroy:
+        pthread_mutex_init(&m, nullptr);
+        pthread_mutex_destroy(&m);
+        pthread_mutex_lock(&m);
+        break;
+      case Life::kCondNotInit:
+        pthread_cond_signal(&c);
+        break;
+      case Life::kSemTwice:
+        sem_init(&s, 0, 1);
+        sem_init(&s, 0, 1);
+        break;
+      case Life::kSemAfterDestroy:
+        sem_init(&s, 0, 1);
+        sem_destroy(&s);
+        sem_post(&s);
+        break;
+      case Life::kReadToWrite:
+        pthread_rwlock_rdlock(&rw);
+        pthread_rwlock_wrlock(&rw);
+        break;
+      case Life::kWriteToRead:
+        pthread_rwlock_wrlock(&rw);
+        pthread_rwlock_rdlock(&rw);
+        break;
+      case Life::kInitializersAndReinit:
+        pthread_mutex_lock(&ms);
+        pthread_cond_signal(&cs);
+        pthread_mutex_unlock(&ms);
+        pthread_rwlock_rdlock(&rw);
+        pthread_rwlock_unlock(&rw);
+        pthread_mutex_init(&m, nullptr);
+        pthread_mutex_destroy(&m);
+        pthread_mutex_init(&m, nullptr);  // again after its destruction
+        pthread_mutex_destroy(&m);
+        break;
+    }
+  }
+};
+
 // The rwlock, timed-wait and futex programs below get the same verdicts
 // from real Relacy (dvyukov/relacy 9f25438, random search, with *_init in
 // place of the initializers it lacks).
@@ -381,6 +454,33 @@ rl::test_result_e MallocLeak() { return Full<Malloc<false>>(); }
 rl::test_result_e MallocFreed() { return Full<Malloc<true>>(); }
 rl::test_result_e PthreadMutexDestroyedHeld() {
   return Full<PthreadMutexDestroyHeld>();
+}
+rl::test_result_e LifecycleMutexNotInit() {
+  return Full<Lifecycle<Life::kMutexNotInit>>();
+}
+rl::test_result_e LifecycleMutexTwice() {
+  return Full<Lifecycle<Life::kMutexTwice>>();
+}
+rl::test_result_e LifecycleMutexAfterDestroy() {
+  return Full<Lifecycle<Life::kMutexAfterDestroy>>();
+}
+rl::test_result_e LifecycleCondNotInit() {
+  return Full<Lifecycle<Life::kCondNotInit>>();
+}
+rl::test_result_e LifecycleSemTwice() {
+  return Full<Lifecycle<Life::kSemTwice>>();
+}
+rl::test_result_e LifecycleSemAfterDestroy() {
+  return Full<Lifecycle<Life::kSemAfterDestroy>>();
+}
+rl::test_result_e LifecycleReadToWrite() {
+  return Full<Lifecycle<Life::kReadToWrite>>();
+}
+rl::test_result_e LifecycleWriteToRead() {
+  return Full<Lifecycle<Life::kWriteToRead>>();
+}
+rl::test_result_e LifecycleInitializersAndReinit() {
+  return Full<Lifecycle<Life::kInitializersAndReinit>>();
 }
 rl::test_result_e CallocLeak() { return Full<CAlloc<Alloc::kCallocLeak>>(); }
 rl::test_result_e CallocZeroed() {

@@ -33,6 +33,15 @@ rl::test_result_e FutexWakeOneOfTwo();     // SUCCESS
 rl::test_result_e MallocLeak();            // MEMORY LEAK
 rl::test_result_e MallocFreed();           // SUCCESS
 rl::test_result_e PthreadMutexDestroyedHeld();  // DESTROYING OWNED MUTEX
+rl::test_result_e LifecycleMutexNotInit();  // USAGE OF NON INITIALIZED MUTEX
+rl::test_result_e LifecycleMutexTwice();    // DOUBLE INITIALIZATION OF MUTEX
+rl::test_result_e LifecycleMutexAfterDestroy();  // USAGE OF NON INIT. MUTEX
+rl::test_result_e LifecycleCondNotInit();        // ... CONDITION VARIABLE
+rl::test_result_e LifecycleSemTwice();           // DOUBLE INIT. OF SEMAPHORE
+rl::test_result_e LifecycleSemAfterDestroy();    // ... NON INIT. SEMAPHORE
+rl::test_result_e LifecycleReadToWrite();  // ATTEMPT TO UPGRADE SHARED ...
+rl::test_result_e LifecycleWriteToRead();  // ATTEMPT TO UPGRADE EXCLUSIVE ...
+rl::test_result_e LifecycleInitializersAndReinit();  // SUCCESS
 rl::test_result_e CallocLeak();            // MEMORY LEAK
 rl::test_result_e CallocZeroed();          // SUCCESS
 rl::test_result_e CallocOverflow();        // SUCCESS (null)

@@ -126,6 +126,78 @@ TEST_CASE("win32: a lock deleted or closed while held is reported") {
   VERDICT(rl::test_result_destroying_owned_mutex, DeletedWhileHeld<2>);
 }
 
+// Relacy's lifecycle checks on the objects set up by InitializeX / init:
+// used before it or after DeleteX, or set up twice. Before 0.2.0 these
+// passed here.
+template <int kCase>
+struct Win32Lifecycle : rl::test_suite<Win32Lifecycle<kCase>, 1> {
+  CRITICAL_SECTION cs;
+  CONDITION_VARIABLE cv;
+  rl::generic_event ev;
+  rl::semaphore<> sem;
+  void thread(unsigned) {
+    if (kCase == 0) EnterCriticalSection(&cs);
+    if (kCase == 1) {
+      InitializeCriticalSection(&cs);
+      DeleteCriticalSection(&cs);
+      EnterCriticalSection(&cs);
+    }
+    if (kCase == 2) {
+      InitializeCriticalSection(&cs);
+      InitializeCriticalSection(&cs);
+    }
+    if (kCase == 3) WakeConditionVariable(&cv);
+    if (kCase == 4) ev.set($);
+    if (kCase == 5) {
+      sem.init(false, 1, 1, $);
+      sem.init(false, 1, 1, $);
+    }
+  }
+};
+
+TEST_CASE("win32: objects used uninitialized or initialized twice") {
+  VERDICT(rl::test_result_usage_of_non_initialized_mutex, Win32Lifecycle<0>);
+  VERDICT(rl::test_result_usage_of_non_initialized_mutex, Win32Lifecycle<1>);
+  VERDICT(rl::test_result_double_initialization_of_mutex, Win32Lifecycle<2>);
+  VERDICT(rl::test_result_usage_of_non_initialized_condvar, Win32Lifecycle<3>);
+  VERDICT(rl::test_result_usage_of_non_initialized_event, Win32Lifecycle<4>);
+  VERDICT(rl::test_result_double_initialization_of_semaphore,
+          Win32Lifecycle<5>);
+}
+
+// Relacy's wait(try_wait, is_timed) on an event (and a semaphore) and its
+// sema_wakeup_reason: the set publishes d; a try before the set fails; a
+// timed wait that is not set times out. Before 0.2.0 it did not compile.
+struct WaitReason : rl::test_suite<WaitReason, 2> {
+  rl::generic_event e;
+  rl::semaphore<> never;
+  rl::var<int> d;
+  void before() {
+    e.init(false, false, $);
+    never.init(false, 0, 1, $);
+    d($) = 0;
+  }
+  void after() {
+    e.deinit($);
+    never.deinit($);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      d($) = 1;
+      e.set($);
+    } else {
+      if (e.wait(true, false, $) != rl::sema_wakeup_reason_success)
+        RL_ASSERT(e.wait(false, false, $) == rl::sema_wakeup_reason_success);
+      RL_ASSERT(d($) == 1);
+      RL_ASSERT(never.wait(false, true, $) == rl::sema_wakeup_reason_timeout);
+    }
+  }
+};
+
+TEST_CASE("win32: Relacy's wait(try_wait, is_timed) and its wake-up reason") {
+  VERDICT(rl::test_result_success, WaitReason);
+}
+
 struct SrwSelfDeadlock : rl::test_suite<SrwSelfDeadlock, 1> {
   SRWLOCK l;
   void before() { InitializeSRWLock(&l); }

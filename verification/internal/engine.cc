@@ -142,6 +142,26 @@ const char* test_result_str(test_result_e r) {
       return "UNLOCKING MUTEX W/O OWNERSHIP";
     case test_result_destroying_owned_mutex:
       return "DESTROYING OWNED MUTEX";
+    case test_result_double_initialization_of_mutex:
+      return "DOUBLE INITIALIZATION OF MUTEX";
+    case test_result_usage_of_non_initialized_mutex:
+      return "USAGE OF NON INITIALIZED MUTEX";
+    case test_result_mutex_write_to_read_upgrade:
+      return "ATTEMPT TO UPGRADE EXCLUSIVE MUTEX OWNERSHIP TO SHARED";
+    case test_result_mutex_read_to_write_upgrade:
+      return "ATTEMPT TO UPGRADE SHARED MUTEX OWNERSHIP TO EXCLUSIVE";
+    case test_result_double_initialization_of_condvar:
+      return "DOUBLE INITIALIZATION OF CONDITION VARIABLE";
+    case test_result_usage_of_non_initialized_condvar:
+      return "USAGE OF NON INITIALIZED CONDITION VARIABLE";
+    case test_result_double_initialization_of_semaphore:
+      return "DOUBLE INITIALIZATION OF SEMAPHORE";
+    case test_result_usage_of_non_initialized_semaphore:
+      return "USAGE OF NON INITIALIZED SEMAPHORE";
+    case test_result_double_initialization_of_event:
+      return "DOUBLE INITIALIZATION OF EVENT";
+    case test_result_usage_of_non_initialized_event:
+      return "USAGE OF NON INITIALIZED EVENT";
     case test_result_unhandled_exception:
       return "UNHANDLED EXCEPTION";
     case test_result_execution_depth_limit:
@@ -593,6 +613,16 @@ class Engine {
     return static_cast<size_t>(var) < vars_.size();  // also rejects < 0
   }
   void VarAccess(int var, bool write, const debug_info& info);
+  // See detail::ShimInit and its siblings (engine.h).
+  void ShimInit(const void* obj, ShimKind kind, const debug_info& info);
+  bool ShimLive(const void* obj, bool statically_live) const {
+    auto it = shim_life_.find(reinterpret_cast<uintptr_t>(obj));
+    return it == shim_life_.end() ? statically_live : it->second;
+  }
+  void ShimUse(const void* obj, ShimKind kind, bool statically_live,
+               const debug_info& info);
+  void ShimDestroy(const void* obj, ShimKind kind, bool statically_live,
+                   const debug_info& info);
   // The end of an rl::var's lifetime (its destructor), as DestroyAtomic.
   void DestroyVar(int var);
   // Whether another thread accessed v without that access happening before
@@ -970,6 +1000,9 @@ class Engine {
     void* real = nullptr;
   };
   std::map<uintptr_t, Block> heap_;
+  // The shims' objects set up (true) or ended (false) in this execution,
+  // by address (ShimInit).
+  std::unordered_map<uintptr_t, bool> shim_life_;
   unsigned steps_ = 0;           // events and yields this execution
   unsigned stalled_rounds_ = 0;  // all-blocked rounds without a write
   bool observing_ = false;       // invariant() between steps: no events
@@ -3780,6 +3813,76 @@ bool Engine::VarAccessNotBefore(const VarState& v) const {
   return false;
 }
 
+namespace {
+const char* ShimName(ShimKind kind) {
+  switch (kind) {
+    case ShimKind::kMutex:
+      return "mutex";
+    case ShimKind::kCondvar:
+      return "condition variable";
+    case ShimKind::kSemaphore:
+      return "semaphore";
+    case ShimKind::kEvent:
+      return "event";
+  }
+  return "object";
+}
+test_result_e ShimDoubleInit(ShimKind kind) {
+  switch (kind) {
+    case ShimKind::kMutex:
+      return test_result_double_initialization_of_mutex;
+    case ShimKind::kCondvar:
+      return test_result_double_initialization_of_condvar;
+    case ShimKind::kSemaphore:
+      return test_result_double_initialization_of_semaphore;
+    case ShimKind::kEvent:
+      return test_result_double_initialization_of_event;
+  }
+  return test_result_double_initialization_of_mutex;
+}
+test_result_e ShimNotInit(ShimKind kind) {
+  switch (kind) {
+    case ShimKind::kMutex:
+      return test_result_usage_of_non_initialized_mutex;
+    case ShimKind::kCondvar:
+      return test_result_usage_of_non_initialized_condvar;
+    case ShimKind::kSemaphore:
+      return test_result_usage_of_non_initialized_semaphore;
+    case ShimKind::kEvent:
+      return test_result_usage_of_non_initialized_event;
+  }
+  return test_result_usage_of_non_initialized_mutex;
+}
+}  // namespace
+
+void Engine::ShimInit(const void* obj, ShimKind kind, const debug_info& info) {
+  auto [it, added] =
+      shim_life_.try_emplace(reinterpret_cast<uintptr_t>(obj), true);
+  if (!added && it->second) {
+    Fail(ShimDoubleInit(kind),
+         std::string("a ") + ShimName(kind) +
+             " initialized again before it was destroyed",
+         info);
+    return;
+  }
+  it->second = true;
+}
+
+void Engine::ShimUse(const void* obj, ShimKind kind, bool statically_live,
+                     const debug_info& info) {
+  if (!ShimLive(obj, statically_live))
+    Fail(ShimNotInit(kind),
+         std::string("a ") + ShimName(kind) +
+             " used before its initialization or after its destruction",
+         info);
+}
+
+void Engine::ShimDestroy(const void* obj, ShimKind kind, bool statically_live,
+                         const debug_info& info) {
+  ShimUse(obj, kind, statically_live, info);
+  shim_life_[reinterpret_cast<uintptr_t>(obj)] = false;
+}
+
 void Engine::DestroyVar(int var) {
   if (!IsVar(var)) return;
   VarState& v = vars_[var];
@@ -3868,6 +3971,7 @@ void Engine::ResetExecution() {
   // the first few executions the engine allocates nothing per execution.
   events_.clear();
   addr_hash_.clear();
+  shim_life_.clear();
   track_porf_ = mode_ == Mode::kDfs && p_.lazy_deferral;
   for (Loc& l : locs_) {
     l.mo.clear();
@@ -4459,6 +4563,26 @@ void VarAccess(int var, bool write, const debug_info& info) {
   if (g_engine->aborting()) return;
   EngineScope engine;
   g_engine->VarAccess(var, write, info);
+}
+
+void ShimInit(const void* obj, ShimKind kind, const debug_info& info) {
+  if (g_generation == 0 || g_engine->aborting()) return;
+  EngineScope engine;
+  g_engine->ShimInit(obj, kind, info);
+}
+
+void ShimUse(const void* obj, ShimKind kind, bool statically_live,
+             const debug_info& info) {
+  if (g_generation == 0 || g_engine->aborting()) return;
+  EngineScope engine;
+  g_engine->ShimUse(obj, kind, statically_live, info);
+}
+
+void ShimDestroy(const void* obj, ShimKind kind, bool statically_live,
+                 const debug_info& info) {
+  if (g_generation == 0 || g_engine->aborting()) return;
+  EngineScope engine;
+  g_engine->ShimDestroy(obj, kind, statically_live, info);
 }
 
 void VarDestroyed(int var) {

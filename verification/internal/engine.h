@@ -62,6 +62,18 @@ enum test_result_e {
   test_result_recursion_on_nonrecursive_mutex,
   test_result_unlocking_mutex_wo_ownership,
   test_result_destroying_owned_mutex,
+  test_result_double_initialization_of_mutex,
+  test_result_usage_of_non_initialized_mutex,
+  test_result_mutex_write_to_read_upgrade,
+  test_result_mutex_read_to_write_upgrade,
+  // Condition variables, semaphores and events of the POSIX and Win32 shims
+  // (Relacy's values).
+  test_result_double_initialization_of_condvar,
+  test_result_usage_of_non_initialized_condvar,
+  test_result_double_initialization_of_semaphore,
+  test_result_usage_of_non_initialized_semaphore,
+  test_result_double_initialization_of_event,
+  test_result_usage_of_non_initialized_event,
   // Additional results.
   test_result_unhandled_exception,
   // No longer produced: exceeding execution_depth_limit is a livelock
@@ -256,6 +268,20 @@ struct NoAbortScope {
 // True while an execution's user code runs on this OS thread.
 bool Tracking();
 void VarAccess(int var, bool write, const debug_info& info);
+// The lives of the shims' objects that C code must set up by a call
+// (pthread_*_init, sem_init, InitializeCriticalSection, an event's or
+// semaphore's init) and end by another (*_destroy, Delete*, CloseHandle),
+// kept by address for the execution, as Relacy checks them: setting up a
+// live object is DOUBLE INITIALIZATION, using or ending one that is not
+// live USAGE OF NON INITIALIZED (of that kind). statically_live: the
+// object was built by its *_INITIALIZER and is live until ended. Outside
+// an execution nothing is checked.
+enum class ShimKind { kMutex, kCondvar, kSemaphore, kEvent };
+void ShimInit(const void* obj, ShimKind kind, const debug_info& info);
+void ShimUse(const void* obj, ShimKind kind, bool statically_live,
+             const debug_info& info);
+void ShimDestroy(const void* obj, ShimKind kind, bool statically_live,
+                 const debug_info& info);
 // The destructor of the rl::var that NewVar() returned var for: as
 // AtomicDestroyed().
 void VarDestroyed(int var);

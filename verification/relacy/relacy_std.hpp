@@ -151,12 +151,25 @@ namespace rl {
 // constructed with the suite, so it is fresh in every execution;
 // *_init re-initializes it, *_destroy of a held mutex is reported.
 
+namespace detail {
+// What the *_INITIALIZER macros build: an object live from its
+// construction (detail::ShimUse's statically_live), where a
+// default-constructed one must be set up by *_init first.
+struct StaticInit {};
+}  // namespace detail
+
 struct rl_pthread_mutex_t {
   rl_pthread_mutex_t(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : rm(detail::NoResource{}, info), m(detail::NoResource{}, info) {}
+  rl_pthread_mutex_t(detail::StaticInit,  // NOLINT: PTHREAD_MUTEX_INITIALIZER
+                     debug_info info = RL_CURRENT_INFO)
+      : rl_pthread_mutex_t(info) {
+    static_init = true;
+  }
   recursive_mutex rm;
   mutex m;
   bool recursive = false;
+  bool static_init = false;  // PTHREAD_MUTEX_INITIALIZER
   // Set by pthread_mutex_init, released by pthread_mutex_destroy: left
   // behind, Relacy's RESOURCE LEAK (a PTHREAD_MUTEX_INITIALIZER mutex
   // needs no destroy and has none).
@@ -169,6 +182,10 @@ struct rl_pthread_mutex_t {
 // a signal with nobody registered is (DEADLOCK if the waiter then sleeps
 // forever). The mutex orders the data: the woken waiter relocks it.
 struct rl_pthread_cond_t {
+  rl_pthread_cond_t() = default;
+  rl_pthread_cond_t(detail::StaticInit)  // NOLINT: PTHREAD_COND_INITIALIZER
+      : static_init(true) {}
+  bool static_init = false;  // PTHREAD_COND_INITIALIZER
   detail::WaitQueue waiters;
   // Threads whose last wait woke spuriously: the next one does not (or a
   // predicate loop would never end), as rl::condition_variable.
@@ -186,7 +203,11 @@ struct rl_pthread_cond_t {
 struct rl_pthread_rwlock_t {
   rl_pthread_rwlock_t(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : state(0, info) {}
+  rl_pthread_rwlock_t(detail::StaticInit,  // NOLINT: ..._INITIALIZER
+                      debug_info info = RL_CURRENT_INFO)
+      : state(0, info), static_init(true) {}
   atomic<int> state;
+  bool static_init = false;  // PTHREAD_RWLOCK_INITIALIZER
   int writer = -1;
   uint64_t readers = 0;  // a bit per thread holding read locks
   unsigned char reads[64] = {};  // how many each holds (POSIX: may nest)
@@ -222,6 +243,21 @@ void Reinit(T* p, A&&... a) {
 // The resource token of an initialized object (see rl_pthread_mutex_t):
 // taken by *_init, given back by *_destroy.
 inline void* NewResource() { return HeapAlloc(1, 0, kHeapResource); }
+// Relacy's lifecycle checks (detail::ShimUse): a mutex, rwlock, condition
+// variable or semaphore used before *_init (unless built by its
+// initializer) or after *_destroy.
+inline void UseMutex(const rl_pthread_mutex_t* m, const debug_info& info) {
+  ShimUse(m, ShimKind::kMutex, m->static_init, info);
+}
+inline void UseRwlock(const rl_pthread_rwlock_t* l, const debug_info& info) {
+  ShimUse(l, ShimKind::kMutex, l->static_init, info);
+}
+inline void UseCond(const rl_pthread_cond_t* c, const debug_info& info) {
+  ShimUse(c, ShimKind::kCondvar, c->static_init, info);
+}
+inline void UseSem(const rl_sem_t* s, const debug_info& info) {
+  ShimUse(s, ShimKind::kSemaphore, false, info);
+}
 inline void GiveResource(void*& held, const debug_info& info) {
   if (held == nullptr) return;
   HeapFree(held, kHeapResource, info);
@@ -238,6 +274,7 @@ inline int pthread_mutex_init(rl::rl_pthread_mutex_t* m,
                               rl::debug_info info = RL_CURRENT_INFO) {
   int type = PTHREAD_MUTEX_DEFAULT;
   if (attr != nullptr) pthread_mutexattr_gettype(attr, &type);
+  rl::detail::ShimInit(m, rl::detail::ShimKind::kMutex, info);
   void* const resource = rl::detail::NewResource();
   rl::detail::Reinit(m, info);
   m->recursive = type == PTHREAD_MUTEX_RECURSIVE;
@@ -246,6 +283,8 @@ inline int pthread_mutex_init(rl::rl_pthread_mutex_t* m,
 }
 inline int pthread_mutex_destroy(rl::rl_pthread_mutex_t* m,
                                  rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::ShimDestroy(m, rl::detail::ShimKind::kMutex, m->static_init,
+                          info);
   if (m->recursive ? rl::detail::Held(m->rm) : rl::detail::Held(m->m))
     rl::detail::Fail(rl::test_result_destroying_owned_mutex,
                      "pthread_mutex_destroy of a held mutex", info);
@@ -254,6 +293,7 @@ inline int pthread_mutex_destroy(rl::rl_pthread_mutex_t* m,
 }
 inline int pthread_mutex_lock(rl::rl_pthread_mutex_t* m,
                               rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseMutex(m, info);
   if (m->recursive)
     m->rm.lock(info);
   else
@@ -262,6 +302,7 @@ inline int pthread_mutex_lock(rl::rl_pthread_mutex_t* m,
 }
 inline int pthread_mutex_trylock(rl::rl_pthread_mutex_t* m,
                                  rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseMutex(m, info);
   bool ok = m->recursive ? m->rm.try_lock(info) : m->m.try_lock(info);
   return ok ? 0 : EBUSY;
 }
@@ -284,6 +325,7 @@ inline int pthread_mutex_timedlock(rl::rl_pthread_mutex_t* m,
 }
 inline int pthread_mutex_unlock(rl::rl_pthread_mutex_t* m,
                                 rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseMutex(m, info);
   if (m->recursive)
     m->rm.unlock(info);
   else
@@ -293,13 +335,15 @@ inline int pthread_mutex_unlock(rl::rl_pthread_mutex_t* m,
 
 inline int pthread_cond_init(rl::rl_pthread_cond_t* c, const pthread_condattr_t*,
                              rl::debug_info info = RL_CURRENT_INFO) {
-  (void)info;
+  rl::detail::ShimInit(c, rl::detail::ShimKind::kCondvar, info);
   rl::detail::Reinit(c);
   c->resource = rl::detail::NewResource();
   return 0;
 }
 inline int pthread_cond_destroy(rl::rl_pthread_cond_t* c,
                                 rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::ShimDestroy(c, rl::detail::ShimKind::kCondvar, c->static_init,
+                          info);
   rl::detail::GiveResource(c->resource, info);
   return 0;
 }
@@ -325,12 +369,14 @@ inline int pthread_cond_timedwait(rl::rl_pthread_cond_t* c,
 }
 inline int pthread_cond_signal(rl::rl_pthread_cond_t* c,
                                rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseCond(c, info);
   // Relaxed: the mutex orders the data, not the signal.
   c->waiters.Wake(1, rl::mo_relaxed, info);
   return 0;
 }
 inline int pthread_cond_broadcast(rl::rl_pthread_cond_t* c,
                                   rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseCond(c, info);
   // Relaxed: as pthread_cond_signal.
   c->waiters.Wake(~0u, rl::mo_relaxed, info);
   return 0;
@@ -339,6 +385,8 @@ inline int pthread_cond_broadcast(rl::rl_pthread_cond_t* c,
 namespace rl::detail {
 inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
                     const debug_info& info) {
+  UseCond(c, info);
+  UseMutex(m, info);
   if (c->gen != Generation()) {
     c->gen = Generation();
     c->spurious = 0;
@@ -379,6 +427,7 @@ inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
 inline int pthread_rwlock_init(rl::rl_pthread_rwlock_t* l,
                                const void* /*attr: Relacy's take any*/,
                                rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::ShimInit(l, rl::detail::ShimKind::kMutex, info);
   void* const resource = rl::detail::NewResource();
   rl::detail::Reinit(l, info);
   l->resource = resource;
@@ -386,6 +435,8 @@ inline int pthread_rwlock_init(rl::rl_pthread_rwlock_t* l,
 }
 inline int pthread_rwlock_destroy(rl::rl_pthread_rwlock_t* l,
                                   rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::ShimDestroy(l, rl::detail::ShimKind::kMutex, l->static_init,
+                          info);
   if (l->writer >= 0 || l->readers != 0)
     rl::detail::Fail(rl::test_result_destroying_owned_mutex,
                      "pthread_rwlock_destroy of a held lock", info);
@@ -402,13 +453,17 @@ inline uint64_t RwBit() {
 // with: a try fails, a lock (blocking) never ends (reported).
 inline bool RwMayWait(rl_pthread_rwlock_t* l, bool write, bool blocking,
                       const debug_info& info) {
+  UseRwlock(l, info);
   const int me = static_cast<int>(ThreadIndex());
   const bool reading = (l->readers & RwBit()) != 0;
   if (l->writer == me || (write && reading)) {
+    // As Relacy reports them: a second write lock is a recursion, a read
+    // lock under one's write lock or a write lock under one's read lock an
+    // attempted upgrade (either way the thread would wait for itself).
     if (blocking)
-      Fail(l->writer == me && write
-               ? test_result_recursion_on_nonrecursive_mutex
-               : test_result_deadlock,
+      Fail(l->writer != me ? test_result_mutex_read_to_write_upgrade
+           : write         ? test_result_recursion_on_nonrecursive_mutex
+                           : test_result_mutex_write_to_read_upgrade,
            "a thread waits for a pthread_rwlock_t it holds itself", info);
     return false;
   }
@@ -490,6 +545,7 @@ inline int pthread_rwlock_trywrlock(rl::rl_pthread_rwlock_t* l,
 }
 inline int pthread_rwlock_unlock(rl::rl_pthread_rwlock_t* l,
                                  rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseRwlock(l, info);
   rl::detail::NoAbortScope no_abort;
   const int me = static_cast<int>(rl::detail::ThreadIndex());
   if (l->writer == me) {
@@ -526,21 +582,25 @@ inline int pthread_join(rl::rl_pthread_t t, void** ret,
 inline int sem_init(rl::rl_sem_t* s, int /*pshared*/, unsigned value,
                     rl::debug_info info = RL_CURRENT_INFO) {
   // The initial count is the location's initial value.
+  rl::detail::ShimInit(s, rl::detail::ShimKind::kSemaphore, info);
   void* const resource = rl::detail::NewResource();
   rl::detail::Reinit(s, value, info);
   s->resource = resource;
   return 0;
 }
 inline int sem_destroy(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::ShimDestroy(s, rl::detail::ShimKind::kSemaphore, false, info);
   rl::detail::GiveResource(s->resource, info);
   return 0;
 }
 inline int sem_post(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseSem(s, info);
   // Pairs with: the acquire CAS in sem_wait/sem_trywait that takes it.
   s->count.fetch_add(1, rl::mo_release, info);
   return 0;
 }
 inline int sem_trywait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseSem(s, info);
   unsigned v = s->count.load(rl::mo_relaxed, info);
   while (v != 0) {
     // Pairs with: the release increment in sem_post.
@@ -552,6 +612,7 @@ inline int sem_trywait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   return -1;
 }
 inline int sem_wait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseSem(s, info);
   // Takes a unit once the count is not 0, with no event while it waits
   // (or DEADLOCK). Pairs with: the release increment in sem_post.
   s->count.await_fetch_sub(1, ~0u, 0, /*equal=*/false, rl::mo_acquire, info);
@@ -559,6 +620,7 @@ inline int sem_wait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
 }
 inline int sem_getvalue(rl::rl_sem_t* s, int* value,
                         rl::debug_info info = RL_CURRENT_INFO) {
+  rl::detail::UseSem(s, info);
   *value = static_cast<int>(s->count.load(rl::mo_relaxed, info));
   return 0;
 }
@@ -676,14 +738,23 @@ using rl::rl_realloc;
 #define sem_t ::rl::rl_sem_t
 #define pthread_rwlock_t ::rl::rl_pthread_rwlock_t
 #undef PTHREAD_RWLOCK_INITIALIZER
-#define PTHREAD_RWLOCK_INITIALIZER {}
+#define PTHREAD_RWLOCK_INITIALIZER \
+  {                                \
+    ::rl::detail::StaticInit {}    \
+  }
 // A yield in a spin loop is the checker's (Relacy's spelling).
 #define sched_yield() ::rl::yield(1, RL_INFO)
 #define pthread_yield() ::rl::yield(1, RL_INFO)
 #undef PTHREAD_MUTEX_INITIALIZER
-#define PTHREAD_MUTEX_INITIALIZER {}
+#define PTHREAD_MUTEX_INITIALIZER \
+  {                               \
+    ::rl::detail::StaticInit {}   \
+  }
 #undef PTHREAD_COND_INITIALIZER
-#define PTHREAD_COND_INITIALIZER {}
+#define PTHREAD_COND_INITIALIZER \
+  {                              \
+    ::rl::detail::StaticInit {}  \
+  }
 #define malloc(size) rl_malloc((size), RL_INFO)
 #define calloc(count, size) rl_calloc((count), (size), RL_INFO)
 #define realloc(p, size) rl_realloc((p), (size), RL_INFO)

@@ -70,7 +70,18 @@ struct win_object {
   virtual void Dispose() { delete this; }
   // A lock some thread holds (deinit reports it).
   virtual bool Owned() const { return false; }
+  // The kind of an object that init() sets up and deinit() ends (Relacy's
+  // lifecycle checks, detail::ShimUse); false for a thread handle.
+  virtual bool Life(detail::ShimKind* kind) const {
+    (void)kind;
+    return false;
+  }
+  // Reports a use before init() or after deinit().
+  void CheckLive(const debug_info& info) const {
+    if (detail::ShimKind k; Life(&k)) detail::ShimUse(this, k, false, info);
+  }
   void deinit(debug_info info = RL_CURRENT_INFO) {
+    if (detail::ShimKind k; Life(&k)) detail::ShimDestroy(this, k, false, info);
     if (Owned())
       detail::Fail(test_result_destroying_owned_mutex,
                    "a critical section, SRW lock or mutex handle deleted or "
@@ -82,8 +93,10 @@ struct win_object {
   }
 
  protected:
-  // Called by init(); a re-init keeps the one token.
-  void TakeResource() {
+  // Called by init(), which sets the object up (a second init() before
+  // deinit() is DOUBLE INITIALIZATION); a re-init keeps the one token.
+  void TakeResource(const debug_info& info) {
+    if (detail::ShimKind k; Life(&k)) detail::ShimInit(this, k, info);
     if (resource_ == nullptr)
       resource_ = detail::HeapAlloc(1, 0, detail::kHeapResource);
   }
@@ -202,6 +215,14 @@ inline void UnlockState(WaitState& s, uint64_t /*v*/, bool changed,
 }
 }  // namespace detail
 
+// How Relacy's wait(try_wait, is_timed) on an event or semaphore ended.
+enum sema_wakeup_reason {
+  sema_wakeup_reason_success,   // taken
+  sema_wakeup_reason_failed,    // a try found it not signaled
+  sema_wakeup_reason_timeout,   // a timed wait timed out
+  sema_wakeup_reason_spurious,  // (not produced: no spurious wake-ups)
+};
+
 // An object a thread can wait for (WaitForSingleObject,
 // WaitForMultipleObjects, SignalObjectAndWait): an event, a semaphore, a
 // mutex handle or a thread handle. Its state is dispatcher data guarded
@@ -212,8 +233,13 @@ struct win_waitable_object : win_object {
   // Relacy's interface: waits for the object (try_wait: do not block);
   // true when it was acquired. Defined below (WaitObjects).
   bool wait(bool try_wait, debug_info info = RL_CURRENT_INFO);
+  // Relacy's form: is_timed waits with a finite timeout (explored to end
+  // either way, as WaitForSingleObject's).
+  sema_wakeup_reason wait(bool try_wait, bool is_timed,
+                          debug_info info = RL_CURRENT_INFO);
   // Releases it (SignalObjectAndWait): false if it cannot be.
   bool signal(debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     uint64_t v = detail::LockState(*state_, info);
     bool ok = SignalLocked(info);
     if (ok) GrantLocked(info);
@@ -275,19 +301,26 @@ class generic_event : public win_waitable_object {
     own_.Reset(info);
     manual_reset_ = manual_reset;
     signaled_ = initial_state;
-    TakeResource();
+    TakeResource(info);
+  }
+  bool Life(detail::ShimKind* kind) const override {
+    *kind = detail::ShimKind::kEvent;
+    return true;
   }
   void set(debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     detail::Locked l(*this, info);
     l.changed = SignalLocked(info);
     if (l.changed) GrantLocked(info);
   }
   void reset(debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     detail::Locked l(*this, info);
     l.changed = signaled_;
     signaled_ = false;
   }
   void pulse(debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     detail::Locked l(*this, info);
     detail::WaitState& s = State();
     detail::Doorbells& d = detail::Bells();
@@ -336,11 +369,16 @@ class semaphore : public win_waitable_object {
     own_.Reset(info);
     max_ = max_count;
     count_ = initial_count;
-    TakeResource();
+    TakeResource(info);
   }
   // Adds count; false (nothing added) if that would pass the maximum.
+  bool Life(detail::ShimKind* kind) const override {
+    *kind = detail::ShimKind::kSemaphore;
+    return true;
+  }
   bool post(unsigned count, unsigned& prev_count,
             debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     detail::Locked l(*this, info);
     prev_count = count_;
     if (count == 0 || count_ + count > max_ || count_ + count < count_)
@@ -389,9 +427,14 @@ class generic_mutex : public win_object {
     rm_.~recursive_mutex();
     new (&rm_) recursive_mutex(detail::NoResource{}, info);
     recursive_ = is_exclusive_recursive;
-    TakeResource();
+    TakeResource(info);
+  }
+  bool Life(detail::ShimKind* kind) const override {
+    *kind = detail::ShimKind::kMutex;
+    return true;
   }
   void lock_exclusive(debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     if (recursive_)
       rm_.lock(info);
     else
@@ -399,6 +442,7 @@ class generic_mutex : public win_object {
     ++acquisitions_;
   }
   bool try_lock_exclusive(debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     const bool ok = recursive_ ? rm_.try_lock(info) : m_.try_lock(info);
     if (ok) ++acquisitions_;
     return ok;
@@ -407,6 +451,7 @@ class generic_mutex : public win_object {
   // that sees it change knows another thread held the lock meanwhile.
   uint64_t acquisitions() const { return acquisitions_; }
   void unlock_exclusive(debug_info info = RL_CURRENT_INFO) {
+    CheckLive(info);
     if (recursive_)
       rm_.unlock(info);
     else
@@ -442,7 +487,7 @@ class win_mutex : public win_waitable_object {
     own_.Reset(info);
     owner_ = -1;
     count_ = 0;
-    TakeResource();
+    TakeResource(info);
   }
   void unlock(debug_info info = RL_CURRENT_INFO) {
     bool ok;
@@ -469,6 +514,10 @@ class win_mutex : public win_waitable_object {
     return true;
   }
   bool Owned() const override { return count_ != 0; }
+  bool Life(detail::ShimKind* kind) const override {
+    *kind = detail::ShimKind::kMutex;
+    return true;
+  }
 
  private:
   int owner_ = -1;
@@ -801,7 +850,18 @@ inline void win_waitable_object::GrantLocked(const debug_info& info) {
   }
 }
 
+inline sema_wakeup_reason win_waitable_object::wait(bool try_wait,
+                                                    bool is_timed,
+                                                    debug_info info) {
+  CheckLive(info);
+  win_waitable_object* self = this;
+  const unsigned long timeout = try_wait ? 0 : is_timed ? 1 : rl_INFINITE;
+  if (detail::WaitObjects(1, &self, false, timeout, info) == 0)
+    return sema_wakeup_reason_success;
+  return try_wait ? sema_wakeup_reason_failed : sema_wakeup_reason_timeout;
+}
 inline bool win_waitable_object::wait(bool try_wait, debug_info info) {
+  CheckLive(info);
   win_waitable_object* self = this;
   return detail::WaitObjects(1, &self, false, try_wait ? 0 : rl_INFINITE,
                              info) == 0;
@@ -1078,6 +1138,7 @@ struct rl_CONDITION_VARIABLE {
 };
 inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
                                            debug_info info) {
+  detail::ShimInit(cv, detail::ShimKind::kCondvar, info);
   if (cv->resource == nullptr)
     cv->resource = detail::HeapAlloc(1, 0, detail::kHeapResource);
   cv->state.Reset(info);
@@ -1085,6 +1146,7 @@ inline void rl_InitializeConditionVariable(rl_CONDITION_VARIABLE* cv,
 }
 inline void rl_DeleteConditionVariable(rl_CONDITION_VARIABLE* cv,
                                        debug_info info) {
+  detail::ShimDestroy(cv, detail::ShimKind::kCondvar, false, info);
   if (cv->resource == nullptr) return;
   detail::HeapFree(cv->resource, detail::kHeapResource, info);
   cv->resource = nullptr;
@@ -1141,6 +1203,7 @@ bool SleepOn(rl_CONDITION_VARIABLE* cv, const Lock* l, unsigned long timeout,
 template <typename Lock>
 inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
                                      unsigned long timeout, debug_info info) {
+  detail::ShimUse(cv, detail::ShimKind::kCondvar, false, info);
   const unsigned t = thread_index();
   const uint64_t me = detail::ThreadBit(t);
   if (cv->gen != detail::Generation()) {
@@ -1178,6 +1241,7 @@ inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
 namespace detail {
 // Releases the sleepers registered now (all, or one of them).
 inline void Wake(rl_CONDITION_VARIABLE* cv, bool all, const debug_info& info) {
+  ShimUse(cv, ShimKind::kCondvar, false, info);
   WaitState& s = cv->state;
   const uint64_t v = LockState(s, info);
   uint64_t chosen = s.waiting & ~s.released;
