@@ -532,6 +532,7 @@ struct CountingSpinForever : rl::test_suite<CountingSpinForever, 2> {
   rl::atomic<int> flag{0}, tries{0};
   void thread(unsigned i) {
     if (i == 1) {
+      // Pairs with: nothing; no thread sets flag (the livelock).
       while (flag.load(rl::mo_acquire) == 0) {
         tries.fetch_add(1, rl::mo_relaxed);
         rl::yield();

@@ -3814,44 +3814,23 @@ bool Engine::VarAccessNotBefore(const VarState& v) const {
 }
 
 namespace {
-const char* ShimName(ShimKind kind) {
-  switch (kind) {
-    case ShimKind::kMutex:
-      return "mutex";
-    case ShimKind::kCondvar:
-      return "condition variable";
-    case ShimKind::kSemaphore:
-      return "semaphore";
-    case ShimKind::kEvent:
-      return "event";
-  }
-  return "object";
-}
-test_result_e ShimDoubleInit(ShimKind kind) {
-  switch (kind) {
-    case ShimKind::kMutex:
-      return test_result_double_initialization_of_mutex;
-    case ShimKind::kCondvar:
-      return test_result_double_initialization_of_condvar;
-    case ShimKind::kSemaphore:
-      return test_result_double_initialization_of_semaphore;
-    case ShimKind::kEvent:
-      return test_result_double_initialization_of_event;
-  }
-  return test_result_double_initialization_of_mutex;
-}
-test_result_e ShimNotInit(ShimKind kind) {
-  switch (kind) {
-    case ShimKind::kMutex:
-      return test_result_usage_of_non_initialized_mutex;
-    case ShimKind::kCondvar:
-      return test_result_usage_of_non_initialized_condvar;
-    case ShimKind::kSemaphore:
-      return test_result_usage_of_non_initialized_semaphore;
-    case ShimKind::kEvent:
-      return test_result_usage_of_non_initialized_event;
-  }
-  return test_result_usage_of_non_initialized_mutex;
+// Per ShimKind (in its order): the name in reports and Relacy's results.
+struct ShimResults {
+  const char* name;
+  test_result_e set_up_twice, not_set_up;
+};
+constexpr ShimResults kShimResults[] = {
+    {"mutex", test_result_double_initialization_of_mutex,
+     test_result_usage_of_non_initialized_mutex},
+    {"condition variable", test_result_double_initialization_of_condvar,
+     test_result_usage_of_non_initialized_condvar},
+    {"semaphore", test_result_double_initialization_of_semaphore,
+     test_result_usage_of_non_initialized_semaphore},
+    {"event", test_result_double_initialization_of_event,
+     test_result_usage_of_non_initialized_event},
+};
+const ShimResults& ResultsOf(ShimKind kind) {
+  return kShimResults[static_cast<int>(kind)];
 }
 }  // namespace
 
@@ -3859,8 +3838,8 @@ void Engine::ShimInit(const void* obj, ShimKind kind, const debug_info& info) {
   auto [it, added] =
       shim_life_.try_emplace(reinterpret_cast<uintptr_t>(obj), true);
   if (!added && it->second) {
-    Fail(ShimDoubleInit(kind),
-         std::string("a ") + ShimName(kind) +
+    Fail(ResultsOf(kind).set_up_twice,
+         std::string("a ") + ResultsOf(kind).name +
              " initialized again before it was destroyed",
          info);
     return;
@@ -3871,8 +3850,8 @@ void Engine::ShimInit(const void* obj, ShimKind kind, const debug_info& info) {
 void Engine::ShimUse(const void* obj, ShimKind kind, bool statically_live,
                      const debug_info& info) {
   if (!ShimLive(obj, statically_live))
-    Fail(ShimNotInit(kind),
-         std::string("a ") + ShimName(kind) +
+    Fail(ResultsOf(kind).not_set_up,
+         std::string("a ") + ResultsOf(kind).name +
              " used before its initialization or after its destruction",
          info);
 }

@@ -417,11 +417,32 @@ inline constexpr bool kObjectPointer =
 // T (std::atomic<T>::difference_type).
 template <typename T>
 using Difference = std::conditional_t<kObjectPointer<T>, std::ptrdiff_t, T>;
+
+// The operators of rl::atomic and of its x($) proxy, in terms of the class's
+// own load and fetch_* (CRTP). Each returns what the C++ operator does.
+template <typename Derived, typename T>
+class AtomicOperators {
+ public:
+  operator T() const { return Self().load(); }  // NOLINT
+  T operator++() { return T(Self().fetch_add(Difference<T>(1)) + 1); }
+  T operator++(int) { return Self().fetch_add(Difference<T>(1)); }
+  T operator--() { return T(Self().fetch_sub(Difference<T>(1)) - 1); }
+  T operator--(int) { return Self().fetch_sub(Difference<T>(1)); }
+  T operator+=(Difference<T> v) { return T(Self().fetch_add(v) + v); }
+  T operator-=(Difference<T> v) { return T(Self().fetch_sub(v) - v); }
+  T operator&=(T v) { return Self().fetch_and(v) & v; }
+  T operator|=(T v) { return Self().fetch_or(v) | v; }
+  T operator^=(T v) { return Self().fetch_xor(v) ^ v; }
+
+ private:
+  Derived& Self() { return static_cast<Derived&>(*this); }
+  const Derived& Self() const { return static_cast<const Derived&>(*this); }
+};
 }  // namespace detail
 
 // Result of x($): the same operations, attributed to the given position.
 template <typename T>
-class atomic_proxy {
+class atomic_proxy : public detail::AtomicOperators<atomic_proxy<T>, T> {
  public:
   atomic_proxy(detail::basic_atomic<T>* a, debug_info info)
       : a_(a), info_(info) {}
@@ -463,20 +484,10 @@ class atomic_proxy {
   }
   void notify_one() { a_->notify_one(info_); }
   void notify_all() { a_->notify_all(info_); }
-  operator T() const { return load(); }  // NOLINT
   T operator=(T v) {
     store(v);
     return v;
   }
-  T operator++() { return T(fetch_add(difference_type(1)) + 1); }
-  T operator++(int) { return fetch_add(difference_type(1)); }
-  T operator--() { return T(fetch_sub(difference_type(1)) - 1); }
-  T operator--(int) { return fetch_sub(difference_type(1)); }
-  T operator+=(difference_type v) { return T(fetch_add(v) + v); }
-  T operator-=(difference_type v) { return T(fetch_sub(v) - v); }
-  T operator&=(T v) { return fetch_and(v) & v; }
-  T operator|=(T v) { return fetch_or(v) | v; }
-  T operator^=(T v) { return fetch_xor(v) ^ v; }
 
  private:
   detail::basic_atomic<T>* a_;
@@ -506,7 +517,7 @@ namespace detail {
 // storage that never runs destructors (the project's PerCpuAllocator hands
 // out zeroed memory; its seam, primitives/internal/atomic.h, uses this).
 template <typename T>
-class basic_atomic {
+class basic_atomic : public AtomicOperators<basic_atomic<T>, T> {
  public:
   // Value-initialized like C++20 std::atomic.
   basic_atomic(debug_info info = RL_CURRENT_INFO) {
@@ -694,20 +705,10 @@ class basic_atomic {
   // The threads blocked on this object (C++20 wait, the POSIX futex shim).
   detail::WaitQueue& wait_queue() const { return waiters_; }
 
-  operator T() const { return load(); }  // NOLINT
   T operator=(T v) {
     store(v);
     return v;
   }
-  T operator++() { return T(fetch_add(difference_type(1)) + 1); }
-  T operator++(int) { return fetch_add(difference_type(1)); }
-  T operator--() { return T(fetch_sub(difference_type(1)) - 1); }
-  T operator--(int) { return fetch_sub(difference_type(1)); }
-  T operator+=(difference_type v) { return T(fetch_add(v) + v); }
-  T operator-=(difference_type v) { return T(fetch_sub(v) - v); }
-  T operator&=(T v) { return fetch_and(v) & v; }
-  T operator|=(T v) { return fetch_or(v) | v; }
-  T operator^=(T v) { return fetch_xor(v) ^ v; }
 
  private:
   void Notify(unsigned n, const debug_info& info) const {
