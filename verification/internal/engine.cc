@@ -1061,29 +1061,22 @@ void OutsideInsert(const void* p) {
   }
   t_in_outside = false;
 }
-bool OutsideContains(const void* p) {
+// Whether p is an outside block; forget: and forget it.
+bool OutsideFind(const void* p, bool forget) {
   if (t_in_outside) return false;
   t_in_outside = true;
   bool found;
   {
     std::lock_guard<std::mutex> lock(g_outside_mu);
-    found = Outside().count(reinterpret_cast<uintptr_t>(p)) != 0;
+    const auto key = reinterpret_cast<uintptr_t>(p);
+    found = forget ? Outside().erase(key) != 0 : Outside().count(key) != 0;
   }
   t_in_outside = false;
   return found;
 }
+bool OutsideContains(const void* p) { return OutsideFind(p, false); }
 // Returns whether p was an outside block (and forgets it).
-bool OutsideErase(const void* p) {
-  if (t_in_outside) return false;
-  t_in_outside = true;
-  bool found;
-  {
-    std::lock_guard<std::mutex> lock(g_outside_mu);
-    found = Outside().erase(reinterpret_cast<uintptr_t>(p)) != 0;
-  }
-  t_in_outside = false;
-  return found;
-}
+bool OutsideErase(const void* p) { return OutsideFind(p, true); }
 
 struct EngineScope {
   int prev;
