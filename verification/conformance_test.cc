@@ -1018,6 +1018,73 @@ TEST_CASE("condvar: wait_for is true if notified, wait_until if not") {
   VERDICT(rl::test_result_success, TimedWaitResult<true>);
 }
 
+// A wait nobody notifies, while the other thread has ended: timed, it
+// times out (false), as Relacy's scheduler unparks a timed thread when no
+// thread can run; untimed, the sleep is a DEADLOCK. Until 0.2.0 a timed
+// wait that chose to sleep was a DEADLOCK too (only a timeout at once was
+// explored).
+template <bool kTimed>
+struct WaitNobodyNotifies : rl::test_suite<WaitNobodyNotifies<kTimed>, 2> {
+  rl::mutex m;
+  rl::condition_variable cv;
+  void thread(unsigned i) {
+    if (i == 0) return;
+    m.lock($);
+    if (kTimed)
+      RL_ASSERT(!cv.wait_for(m, 1, $));
+    else
+      cv.wait(m, $);
+    m.unlock($);
+  }
+};
+TEST_CASE("condvar: a timed wait nobody notifies times out") {
+  VERDICT(rl::test_result_success, WaitNobodyNotifies<true>);
+  VERDICT(rl::test_result_deadlock, WaitNobodyNotifies<false>);
+  rl::test_params p;
+  p.search_type = rl::sched_random;
+  p.iteration_count = 1000;
+  CHECK(rl::simulate<WaitNobodyNotifies<true>>(p));
+  CHECK(p.executions == 1000);
+}
+
+// The timeout itself, with no timeout at once to explore (a Relacy thread
+// parked with a timeout): two threads sleep on words nobody sets until one
+// times out, which is a decision when both sleep; the one timed out first
+// sets the other's word, which then returns with the value. kWho: the
+// thread that must be the one woken, reachable only if the search chose
+// the other to time out first.
+template <unsigned kWho>
+struct TimedAwaitChoice : rl::test_suite<TimedAwaitChoice<kWho>, 2> {
+  rl::atomic<unsigned> word[2];
+  rl::var<int> woken[2];
+  void before() {
+    for (unsigned i = 0; i < 2; ++i) {
+      word[i]($) = 0;
+      woken[i]($) = 0;
+    }
+  }
+  void thread(unsigned i) {
+    unsigned v = 0;
+    // Acquire: pairs with the other thread's release store below (woken).
+    if (word[i].timed_await_bits(1, 1, rl::mo_acquire, &v, $)) {
+      RL_ASSERT(v == 1);
+      woken[i]($) = 1;
+    } else {
+      // Release: pairs with the other's acquire wait above.
+      word[1 - i].store(1, rl::mo_release);
+    }
+  }
+  void after() {
+    // Never both woken: the first to end timed out.
+    RL_ASSERT(woken[0]($) + woken[1]($) <= 1);
+    RL_UNTIL(woken[kWho]($) == 1);
+  }
+};
+TEST_CASE("wait: a timed wait times out when every thread waits") {
+  VERDICT(rl::test_result_until_condition_hit, TimedAwaitChoice<0>);
+  VERDICT(rl::test_result_until_condition_hit, TimedAwaitChoice<1>);
+}
+
 // The waiter waits once without looking at the predicate: if the notify
 // came first, nobody wakes it.
 struct LostWakeup : rl::test_suite<LostWakeup, 2> {
@@ -1414,6 +1481,7 @@ TEST_CASE("relacy_std: futex wait/wake") {
   STD_VERDICT(rl::test_result_until_condition_hit, FutexWakeSynchronizes);
   STD_VERDICT(rl::test_result_until_condition_hit, FutexInterrupted);
   STD_VERDICT(rl::test_result_deadlock, FutexNobodyWakes);
+  STD_VERDICT(rl::test_result_success, FutexTimedNobodyWakes);
   STD_VERDICT(rl::test_result_success, FutexWakeOneOfTwo);
 }
 TEST_CASE("relacy_std: malloc/free are the heap model's") {

@@ -29,6 +29,7 @@ rl::test_result_e FutexNoLostWake();       // SUCCESS
 rl::test_result_e FutexWakeSynchronizes();  // UNTIL CONDITION HIT
 rl::test_result_e FutexInterrupted();      // UNTIL CONDITION HIT
 rl::test_result_e FutexNobodyWakes();      // DEADLOCK
+rl::test_result_e FutexTimedNobodyWakes();  // SUCCESS
 rl::test_result_e FutexWakeOneOfTwo();     // SUCCESS
 rl::test_result_e MallocLeak();            // MEMORY LEAK
 rl::test_result_e MallocFreed();           // SUCCESS

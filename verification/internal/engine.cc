@@ -413,6 +413,7 @@ struct ThreadVars {
   int wait_loc = -1;       // sync_wait: woken only by a write here (>= 0)
   int spurious_loc = -1;   // last CAS on this location failed spuriously
   bool released = false;   // resumed with nobody able to write
+  bool timed_out = false;  // its last wait timed out (TimeOutAWait)
   int noabort = 0;         // depth of no-abort sections (NoAbort)
   // Dynamic threads (rl::dyn_thread, pthread_create): the function a
   // created thread runs instead of the suite's thread(), and the thread a
@@ -536,9 +537,11 @@ class Engine {
   // The running thread's next operation, filled in place by the API
   // functions (NewOp) and then run by Op().
   Pending& NextOp() { return threads_[cur_].op; }
+  bool TimedOut() const { return threads_[cur_].timed_out; }
+  void ClearTimedOut() { threads_[cur_].timed_out = false; }
   uint64_t Op();
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
-  bool WaitBlocked(const debug_info& info, bool on_last_read);
+  bool WaitBlocked(const debug_info& info, bool on_last_read, bool timed);
   bool ForeignReadsRepeat(const ThreadState& th) const;
   void* HeapAlloc(size_t size, size_t align, int kind);
   // The size of p if it is a live (allocated, not freed) heap block.
@@ -671,8 +674,13 @@ class Engine {
   // A decision: replayed from the stack (inline, the common case) or new.
   bool Decide(DecideKind kind, unsigned rand_limit, Action* out) {
     if (mode_ == Mode::kDfs && pos_ < stack_.size()) {
+      const Choice& c = stack_[pos_];
+      // A scheduling decision that found no action recorded nothing; the
+      // timeout decision made next (TimeOutAWait, a value: tid -1) is
+      // then recorded here, and this decision fails again on replay.
+      if (kind == DecideKind::kSched && c.opts[c.cur].tid < 0) return false;
       if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
-      const Choice& c = stack_[pos_++];
+      ++pos_;
       *out = c.opts[c.cur];
       return true;
     }
@@ -880,6 +888,7 @@ class Engine {
   // may end by itself) let the spinners run on. Returns false if the run
   // ended.
   bool AllBlocked();
+  bool TimeOutAWait();
   void CheckInvariantNow();
 
   // Output.
@@ -3408,8 +3417,10 @@ bool Engine::ForeignReadsRepeat(const ThreadState& th) const {
   }
 }
 
-bool Engine::WaitBlocked(const debug_info& info, bool on_last_read) {
+bool Engine::WaitBlocked(const debug_info& info, bool on_last_read,
+                         bool timed) {
   ThreadState& th = threads_[cur_];
+  th.timed_out = false;
   if (!in_thread_) {
     Fail(test_result_deadlock,
          "a wait (mutex or condition variable) outside a thread can never "
@@ -3440,6 +3451,7 @@ bool Engine::WaitBlocked(const debug_info& info, bool on_last_read) {
   th.sync_wait = true;
   th.op = Pending();
   th.op.kind = OpKind::kResume;
+  th.op.await_cond.timed = timed;  // TimeOutAWait may end it
   th.op.info = info;
   th.pending = true;
   SwitchToScheduler();
@@ -3505,6 +3517,49 @@ void* Engine::JoinThread(int handle, const debug_info& info) {
   th.porf.Join(target.porf);
   th.porf.set(handle, target.idx + 1);
   return target.ret;
+}
+
+// Every unfinished thread waits or spins, so nobody can write: a timed
+// wait (AwaitCond::timed, or WaitBlocked's timed) among them times out
+// instead of the run ending
+// in a DEADLOCK, as Relacy's scheduler unparks a timed thread when no
+// thread can run. Which one, when several: a decision. Its operation ends
+// with no event (resumed, result 0, AwaitTimedOut()). A timeout while
+// other threads could still run needs no step here: the callers explore
+// one at the start of the wait (a timeout at once), and the exhaustive
+// search can then run the others first. False if no thread waits timed.
+bool Engine::TimeOutAWait() {
+  unsigned timed[kMaxThreads];
+  unsigned count = 0;
+  for (unsigned t = 0; t < n_; ++t) {
+    const ThreadState& th = threads_[t];
+    // A timed await (its operation) or a timed WaitBlocked (a resumption).
+    if (!th.finished && th.blocked && th.pending && th.op.await_cond.timed)
+      timed[count++] = t;
+  }
+  if (count == 0) return false;
+  Action pick;
+  if (count > 1 && !Decide(DecideKind::kRand, count, &pick)) return false;
+  const unsigned t = timed[count > 1 ? pick.value : 0];
+  ThreadState& th = threads_[t];
+  const debug_info info = th.op.info;
+  if (trace_) {
+    std::ostringstream s;
+    s << "   " << ThreadName(static_cast<int>(t))
+      << ": wait timed out (every thread waited)  [" << BaseName(info.file_)
+      << ":" << info.line_ << "]";
+    var_trace_.emplace_back(events_.size(), s.str());
+  }
+  th.op = Pending();
+  th.op.kind = OpKind::kResume;
+  th.op.info = info;
+  th.blocked = false;
+  th.sync_wait = false;
+  th.constraint = 0;
+  th.result = 0;
+  th.timed_out = true;
+  stalled_rounds_ = 0;
+  return true;
 }
 
 bool Engine::AllBlocked() {
@@ -4057,6 +4112,7 @@ Engine::Outcome Engine::RunOne() {
           pruned_ = true;  // a deferred read never found its write
           break;
         }
+        if (TimeOutAWait()) continue;
         if (!AllBlocked()) break;
         continue;
       }
@@ -4408,6 +4464,7 @@ bool Abandoning() { return g_generation != 0 && g_engine->aborting(); }
 // A wait's operation: NewOp's, waiting for cond (Pending::await).
 static Pending& NewAwaitOp(OpKind kind, int loc, const AwaitCond& cond,
                            memory_order mo, const debug_info& info) {
+  g_engine->ClearTimedOut();
   Pending& op = NewOp(kind, loc, mo, info);
   op.await = true;
   op.await_cond = cond;
@@ -4433,6 +4490,8 @@ uint64_t AtomicAwaitLoad(int loc, const AwaitCond& cond, memory_order mo,
   NewAwaitOp(OpKind::kLoad, loc, cond, mo, info);
   return g_engine->Op();
 }
+
+bool AwaitTimedOut() { return g_engine->TimedOut(); }
 
 void Fence(memory_order mo, const debug_info& info) {
   if (g_generation == 0) {
@@ -4474,10 +4533,10 @@ int NewSideAtomic(uint64_t init, const debug_info& info) {
   return g_engine->NewAtomic(8, init, info, nullptr, /*side=*/true);
 }
 
-bool WaitBlocked(const debug_info& info, bool on_last_read) {
+bool WaitBlocked(const debug_info& info, bool on_last_read, bool timed) {
   if (g_generation == 0 || g_engine->aborting()) return false;
   EngineScope engine;
-  return g_engine->WaitBlocked(info, on_last_read);
+  return g_engine->WaitBlocked(info, on_last_read, timed);
 }
 
 unsigned Rand(unsigned limit, const debug_info& info) {

@@ -191,6 +191,11 @@ struct AwaitCond {
   uint64_t mask = ~uint64_t{0};
   uint64_t want = 0;
   bool equal = true;
+  // A timed wait (a deadline, any duration: the checker has no clock). When
+  // every unfinished thread waits, instead of a DEADLOCK one timed wait
+  // times out (which one: a decision the search explores), as a Relacy
+  // thread parked with a timeout does; AwaitTimedOut() then says so.
+  bool timed = false;
 };
 // An RMW that waits, with no event, until it can read a value meeting
 // cond (a lock acquisition, a semaphore's decrement): only such reads are
@@ -203,6 +208,9 @@ uint64_t AtomicAwaitRmw(int loc, const AwaitCond& cond, RmwOp op,
 // A load that waits as AtomicAwaitRmw does; returns the value read.
 uint64_t AtomicAwaitLoad(int loc, const AwaitCond& cond, memory_order mo,
                          const debug_info& info);
+// Whether the calling thread's last wait (AtomicAwaitRmw, AtomicAwaitLoad)
+// ended by its timeout (AwaitCond::timed), with no event and no value read.
+bool AwaitTimedOut();
 // Whether the running execution is being abandoned (its threads unwind).
 bool Abandoning();
 void Fence(memory_order mo, const debug_info& info);
@@ -222,8 +230,11 @@ void Yield(unsigned count, const debug_info& info);
 // must wait. on_last_read: only a write to that read's location can end
 // the wait (a mutex's lock word, a semaphore's count), so only such a
 // write wakes the thread; otherwise any write does (a wait on several
-// objects).
-bool WaitBlocked(const debug_info& info, bool on_last_read = false);
+// objects). timed: a wait with a deadline, which times out instead of a
+// DEADLOCK when every thread waits (as AwaitCond::timed; AwaitTimedOut()
+// then says so).
+bool WaitBlocked(const debug_info& info, bool on_last_read = false,
+                 bool timed = false);
 unsigned Rand(unsigned limit, const debug_info& info);
 // Relacy's rl::hash_ptr: the order in which the execution first hashed the
 // address (0, 1, ...), so a hash does not depend on where the allocator put

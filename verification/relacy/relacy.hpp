@@ -313,7 +313,10 @@ class WaitQueue {
     return (AtomicLoad(loc_, mo, info) & Bit()) == 0;
   }
   // Sleeps until a waker picks the calling thread; false when unwinding.
-  bool SleepUntilPicked(memory_order mo, const debug_info& info) {
+  // Timed (a deadline): false also when it timed out (AwaitCond::timed),
+  // still registered (the caller leaves the queue).
+  bool SleepUntilPicked(memory_order mo, const debug_info& info,
+                        bool timed = false) {
     if (Bit() == 0) {
       // No bit to be picked by (outside the suite's threads): it can never
       // be woken; WaitBlocked reports that.
@@ -322,8 +325,10 @@ class WaitQueue {
     }
     if (Word(info) < 0) return true;
     // Until a waker clears the bit, with no event while it waits.
-    AtomicAwaitLoad(loc_, {Bit(), 0, true}, mo, info);
-    return !Abandoning();
+    AwaitCond cond{Bit(), 0, true};
+    cond.timed = timed;
+    AtomicAwaitLoad(loc_, cond, mo, info);
+    return !Abandoning() && !(timed && AwaitTimedOut());
   }
   // Wakes up to n registered threads (which ones, when not all: every
   // choice explored) with one CAS of the given order, after the lock bit
@@ -603,12 +608,44 @@ class basic_atomic : public AtomicOperators<basic_atomic<T>, T> {
     return detail::FromBits<T>(
         detail::AtomicAwaitLoad(loc_, Cond(mask, want, true), mo, info));
   }
+  // timed_await_bits: await_bits with a deadline (AwaitCond::timed). False
+  // if it timed out: every unfinished thread waited, and the search chose
+  // this wait to end (nothing read, *value unchanged).
+  bool timed_await_bits(T mask, T want, memory_order mo, T* value,
+                        debug_info info = RL_CURRENT_INFO) {
+    static_assert(std::is_integral_v<T>, "a mask of bits");
+    if (!Live()) {
+      *value = plain_;
+      return true;
+    }
+    detail::AwaitCond cond = Cond(mask, want, true);
+    cond.timed = true;
+    const uint64_t bits = detail::AtomicAwaitLoad(loc_, cond, mo, info);
+    if (detail::AwaitTimedOut()) return false;
+    *value = detail::FromBits<T>(bits);
+    return true;
+  }
   // await_change: a load once it can read a value other than `old`.
   T await_change(T old, memory_order mo, debug_info info = RL_CURRENT_INFO) {
     static_assert(std::is_integral_v<T>, "compared by value");
     if (!Live()) return plain_;
     return detail::FromBits<T>(detail::AtomicAwaitLoad(
         loc_, {~uint64_t{0}, detail::ToBits(old), false}, mo, info));
+  }
+  // timed_await_change: await_change with a deadline, as timed_await_bits.
+  bool timed_await_change(T old, memory_order mo, T* value,
+                          debug_info info = RL_CURRENT_INFO) {
+    static_assert(std::is_integral_v<T>, "compared by value");
+    if (!Live()) {
+      *value = plain_;
+      return true;
+    }
+    detail::AwaitCond cond{~uint64_t{0}, detail::ToBits(old), false};
+    cond.timed = true;
+    const uint64_t bits = detail::AtomicAwaitLoad(loc_, cond, mo, info);
+    if (detail::AwaitTimedOut()) return false;
+    *value = detail::FromBits<T>(bits);
+    return true;
   }
   // May fail spuriously (test_params::spurious_cas_failures): the checker
   // explores a failure even when the value matched, at most once in a row
@@ -1228,27 +1265,7 @@ class condition_variable {
       : waiting_(0u, info), woken_(0u, info) {}
   template <typename Lock>
   void wait(Lock& lock, debug_info info = RL_CURRENT_INFO) {
-    Fresh();
-    const unsigned slot = thread_index() % kSlots;
-    const uint64_t me = uint64_t{1} << slot;
-    waiting_.fetch_or(me, mo_relaxed, info);
-    lock.unlock();
-    // A spurious wake-up is explored, but not twice in a row for a thread
-    // (or a predicate loop would never end).
-    bool spurious = !spurious_[slot] && rand(2, info) == 1;
-    spurious_[slot] = spurious;
-    signalled_[slot] = !spurious;
-    // Until a notify picks this thread (no event while it waits).
-    if (!spurious) woken_.await_bits(me, me, mo_relaxed, info);
-    lock.lock();
-    // Under the mutex again, where a notifier that holds it also updates
-    // the masks, so these RMWs add no orders for the search to explore:
-    // take the wake-up, or after a spurious one deregister (or take the
-    // wake-up of a notify that picked this thread meanwhile, which woke
-    // it: allowed).
-    if (spurious && (waiting_.fetch_and(~me, mo_relaxed, info) & me) != 0)
-      return;
-    woken_.fetch_and(~me, mo_relaxed, info);
+    Wait(lock, /*timed=*/false, info);
   }
   template <typename Lock, typename Pred>
   void wait(Lock& lock, Pred pred, debug_info info = RL_CURRENT_INFO) {
@@ -1256,9 +1273,10 @@ class condition_variable {
   }
   // Timed waits, in Relacy's form: true if woken by a notify, false on a
   // timeout (any duration or time point; the checker has no clock). A
-  // timeout is explored like a spurious wake-up, so not twice in a row for
-  // a thread; a timed wait nobody can notify then still ends in DEADLOCK
-  // (Relacy lets it time out): see docs/verification.md, "The dialect".
+  // timeout at once is explored like a spurious wake-up, so not twice in a
+  // row for a thread; a wait nobody notifies times out when every thread
+  // waits (as Relacy's), not a DEADLOCK: see docs/verification.md, "The
+  // dialect".
   template <typename Lock, typename Duration>
   bool wait_for(Lock& lock, const Duration&, debug_info info = RL_CURRENT_INFO) {
     return TimedWait(lock, info);
@@ -1302,11 +1320,42 @@ class condition_variable {
   }
 
  private:
+  // Registers, unlocks, and either wakes spuriously (explored, not twice
+  // in a row for a thread, or a predicate loop would never end) or sleeps
+  // until a notify picks this thread (no event while it waits), then
+  // relocks. Timed: the spurious wake-up is also the timeout at once, and
+  // a sleep nobody ends times out when every thread waits
+  // (atomic::timed_await_bits). signalled_: whether a notify ended it.
+  template <typename Lock>
+  void Wait(Lock& lock, bool timed, const debug_info& info) {
+    Fresh();
+    const unsigned slot = thread_index() % kSlots;
+    const uint64_t me = uint64_t{1} << slot;
+    waiting_.fetch_or(me, mo_relaxed, info);
+    lock.unlock();
+    bool spurious = !spurious_[slot] && rand(2, info) == 1;
+    spurious_[slot] = spurious;
+    bool notified = !spurious;
+    if (notified && timed) {
+      uint64_t bits;
+      notified = woken_.timed_await_bits(me, me, mo_relaxed, &bits, info);
+    } else if (notified) {
+      woken_.await_bits(me, me, mo_relaxed, info);
+    }
+    signalled_[slot] = notified;
+    lock.lock();
+    // Under the mutex again, where a notifier that holds it also updates
+    // the masks, so these RMWs add no orders for the search to explore:
+    // take the wake-up, or after a spurious one or a timeout deregister (or
+    // take the wake-up of a notify that picked this thread meanwhile,
+    // which woke it: allowed).
+    if (!notified && (waiting_.fetch_and(~me, mo_relaxed, info) & me) != 0)
+      return;
+    woken_.fetch_and(~me, mo_relaxed, info);
+  }
   template <typename Lock>
   bool TimedWait(Lock& lock, const debug_info& info) {
-    wait(lock, info);
-    // The wake-up wait() chose for this thread: a spurious one is the
-    // timeout.
+    Wait(lock, /*timed=*/true, info);
     return signalled_[thread_index() % kSlots];
   }
   // With a predicate: its value when the wait ends (by it or by timeout).

@@ -396,27 +396,21 @@ inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
   c->waiters.Register(info);  // still under the mutex (see the struct)
   pthread_mutex_unlock(m, info);
   int result = 0;
-  if (timed) {
-    // The deadline may pass at any time: the waiter looks for its signal
-    // three times, yielding in between (a spin the checker waits out for
-    // the signal or runs on, so a timed wait never deadlocks), then times
-    // out. Relaxed looks: the mutex orders the data.
-    for (int tries = 0;; ++tries) {
-      if (c->waiters.Picked(mo_relaxed, info)) break;
-      if (tries == 2) {
-        if (c->waiters.Leave(info)) result = ETIMEDOUT;
-        break;
-      }
-      yield(1, info);
-    }
-  } else if ((c->spurious & bit) == 0 && rand(2, info) == 1) {
-    // A spurious wake-up (explored; not twice in a row for a thread). A
-    // signal that picked the thread meanwhile is consumed all the same.
-    c->waiters.Leave(info);
+  if ((c->spurious & bit) == 0 && rand(2, info) == 1) {
+    // A spurious wake-up, or for a timed wait the deadline passing at
+    // once (explored; not twice in a row for a thread, so a predicate
+    // loop ends). A signal that picked the thread meanwhile is consumed
+    // all the same.
+    if (c->waiters.Leave(info) && timed) result = ETIMEDOUT;
     c->spurious |= bit;
   } else {
     c->spurious &= ~bit;
-    c->waiters.SleepUntilPicked(mo_relaxed, info);
+    // Relaxed: the mutex orders the data. A timed sleep no signal ends
+    // times out once every thread waits (AwaitCond::timed), and leaves
+    // the queue (unless a signal picked it meanwhile: then it was woken).
+    if (!c->waiters.SleepUntilPicked(mo_relaxed, info, timed) && timed &&
+        !Abandoning() && c->waiters.Leave(info))
+      result = ETIMEDOUT;
   }
   pthread_mutex_lock(m, info);
   return result;
@@ -713,7 +707,16 @@ inline int futex(rl::atomic<int>* uaddr, int op, int val,
   f.interrupted &= ~bit;
   q.Unlock(/*enqueue=*/true, info);
   // Acquire: pairs with the waker's acq_rel CAS that picked this thread.
-  if (!q.SleepUntilPicked(rl::mo_acquire, info)) return EINTR;  // unwinding
+  // With a timeout, a sleep no wake ends times out once every thread
+  // waits (as the kernel's timer would end it): the waiter leaves the
+  // queue (unless a wake picked it meanwhile: then it was woken).
+  if (!q.SleepUntilPicked(rl::mo_acquire, info, timeout != nullptr)) {
+    if (rl::detail::Abandoning()) return EINTR;  // unwinding
+    if (q.Leave(info)) return ETIMEDOUT;
+    // Picked: the relaxed Leave read the waker's CAS (or an RMW after it,
+    // in its release sequence). Pairs with that acq_rel CAS in Wake.
+    rl::atomic_thread_fence(rl::mo_acquire, info);
+  }
   return 0;
 }
 
