@@ -26,11 +26,12 @@
 //    doorbell word, which every state change of its objects increments.
 //  * A wait no thread can ever satisfy (an event never set, a semaphore
 //    never released, a thread that never ends) is a DEADLOCK.
-//  * A finite, non-zero timeout blocks like INFINITE but may time out
-//    whenever nothing changed since the wait last looked (to the checker a
-//    spin: it runs on, or waits for a change), so "signaled later" and
-//    "timed out" are both explored, as in Relacy, and a timed wait never
-//    deadlocks. (Condition variables: see rl_CONDITION_VARIABLE.)
+//  * A finite, non-zero timeout blocks like INFINITE but may time out at
+//    once each time the wait looks (explored, not twice in a row), and
+//    times out instead of a DEADLOCK once every thread waits, so
+//    "signaled later" and "timed out" are both explored, as in Relacy, and
+//    a timed wait never deadlocks. (Condition variables: see
+//    rl_CONDITION_VARIABLE.)
 //  * A signal satisfies the wait-any waits registered on the object at
 //    once (GrantLocked), as Win32 does inside the signaling call.
 // Handles are allocated with the tracked `new`: a handle not closed with
@@ -169,6 +170,8 @@ struct Doorbells {
   // Threads a PulseEvent released whose wait has not returned yet: a later
   // pulse (of another object they wait for) skips them.
   uint64_t pulsed = 0;
+  // Threads whose last timed wait timed out at once (WaitObjects).
+  uint64_t expired_at_once = 0;
 };
 inline Doorbells& Bells() {
   static Doorbells d;
@@ -176,6 +179,7 @@ inline Doorbells& Bells() {
     d.gen = Generation();
     d.made = 0;
     d.pulsed = 0;
+    d.expired_at_once = 0;
   }
   return d;
 }
@@ -732,7 +736,7 @@ inline void TakeChosen(LockSet& l, unsigned long n,
 // finds the thread waiting): the index taken (wait-all: 0), kWaitTimedOut
 // or kWaitFailed. timeout 0 polls; INFINITE blocks (a wait no thread can
 // satisfy is a DEADLOCK); a finite timeout blocks too, but may time out
-// whenever nothing changed since it last looked (see the top).
+// (see the top).
 inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
                         bool wait_all, unsigned long timeout,
                         const debug_info& info,
@@ -804,20 +808,27 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
       if (Abandoning()) return kWaitFailed;
       continue;
     }
-    // A timed wait spins instead of blocking: to the checker an iteration
-    // that read the same doorbell value makes no progress, so it either
-    // runs on (and times out here) or waits for a write; when every thread
-    // waits it runs on, so it never deadlocks.
-    int same = 0;
-    while (bell->load(mo_relaxed, info) == rung) {
-      if (++same > 2) {
-        LockAll(l, info);
-        r = Choose(n, h, wait_all, me);
-        TakeChosen(l, n, h, wait_all, r, me);  // leaves the wait
-        UnlockAll(l, info);
-        return r >= 0 ? r : kWaitTimedOut;
-      }
-      yield(1, info);
+    // A timed wait: the deadline passes at once (explored; not twice in a
+    // row for a thread, so a loop of timed waits ends), or the thread
+    // sleeps as an untimed one does until a ring, timing out instead of
+    // a DEADLOCK once every thread waits (atomic::timed_await_change).
+    // Relaxed as above.
+    Doorbells& d = Bells();
+    const uint64_t bit = ThreadBit(me);
+    bool expired = (d.expired_at_once & bit) == 0 && rand(2, info) == 1;
+    d.expired_at_once =
+        expired ? d.expired_at_once | bit : d.expired_at_once & ~bit;
+    uint64_t now = 0;
+    if (!expired) {
+      expired = !bell->timed_await_change(rung, mo_relaxed, &now, info);
+      if (Abandoning()) return kWaitFailed;
+    }
+    if (expired) {
+      LockAll(l, info);
+      r = Choose(n, h, wait_all, me);
+      TakeChosen(l, n, h, wait_all, r, me);  // leaves the wait
+      UnlockAll(l, info);
+      return r >= 0 ? r : kWaitTimedOut;
     }
   }
 }
@@ -1122,10 +1133,11 @@ inline void rl_InitializeSRWLock(rl_SRWLOCK* l, debug_info info) {
 // one, each choice explored), so a thread that starts sleeping after a
 // Wake is not woken by it, and a released thread stays released until its
 // Sleep returns (no stolen wake-up). A spurious wake-up is explored (not
-// twice in a row per thread). A finite timeout may expire whenever nothing
-// changed since the sleeper last looked (as a timed wait for an object:
-// see the top), so a sleep with a timeout never deadlocks; INFINITE
-// sleeps until released (none coming: DEADLOCK).
+// twice in a row per thread). A finite timeout expires at once (as a
+// spurious wake-up), once another thread took the user's lock or wrote
+// since the sleep began, or when every thread waits (SleepOn), so a sleep
+// with a timeout never deadlocks; INFINITE sleeps until released (none
+// coming: DEADLOCK).
 // Initialized, it holds a resource until Relacy's DeleteConditionVariable.
 inline constexpr unsigned long rl_ERROR_TIMEOUT = 1460;
 struct rl_CONDITION_VARIABLE {
@@ -1167,7 +1179,8 @@ bool SleepOn(rl_CONDITION_VARIABLE* cv, const Lock* l, unsigned long timeout,
     // Until a Wake rings (relaxed: only a hint to look again under the
     // lock). Timed: it times out once another thread took the user's lock
     // (it may have changed the predicate) or wrote anything since it went
-    // to sleep; whether a Wake comes first is the schedule's choice. Not a
+    // to sleep, or when every thread waits (WaitBlocked's timed: not a
+    // DEADLOCK); whether a Wake comes first is the schedule's choice. Not a
     // spin that times out by itself: the predicate loop around it writes
     // the locks in every iteration, which an exhaustive search would run
     // on for ever while the other threads never get the lock.
@@ -1181,7 +1194,8 @@ bool SleepOn(rl_CONDITION_VARIABLE* cv, const Lock* l, unsigned long timeout,
           timed_out = true;
           break;
         }
-        if (!WaitBlocked(info)) return false;  // unwinding
+        if (!WaitBlocked(info, /*on_last_read=*/false, /*timed=*/true))
+          return false;  // unwinding
         timed_out = true;
       }
     }
