@@ -672,7 +672,8 @@ inline int futex(rl::atomic<int>* uaddr, int op, int val,
     rl::atomic_thread_fence(rl::mo_seq_cst, info);
     // Acq_rel: the bucket lock's (pairs with Lock / Unlock of the waiters
     // before), and a woken waiter sees what this thread did (pairs with
-    // the acquire look in SleepUntilPicked below).
+    // the acquire look in SleepUntilPicked below, or the acquire fence of
+    // a timed-out waiter whose Leave found it picked).
     return static_cast<int>(
         q.Wake(static_cast<unsigned>(val), rl::mo_acq_rel, info));
   }
