@@ -30,6 +30,7 @@
 
 #include "doctest/doctest.h"
 #include "primitives/internal/fake_sysfs.h"
+#include "primitives/internal/test_work.h"
 #include "primitives/percpu_alloc.h"
 #include "primitives/percpu_pair.h"
 #include "primitives/percpu_stats.h"
@@ -100,7 +101,7 @@ TEST_CASE("lagging sysfs: hot-add of the CPU a writer runs on loses nothing") {
   MESSAGE("writer mode: " << std::string(c->uses_rseq() ? "rseq" : "fallback") << " ("
                           << WriterModeReason() << "), writer on CPU "
                           << cpus.writer);
-  constexpr uint64_t kAdds = 1000000;
+  const uint64_t kAdds = testing::Work(uint64_t{1000000});
   const auto write = [&] {
     std::thread w([&] {
       PinTo(cpus.writer);
@@ -235,11 +236,11 @@ void Churn(bool remove, int cycles) {
 }
 
 TEST_CASE("lagging sysfs: offline/online churn under a writer is exact") {
-  Churn(/*remove=*/false, 4000);
+  Churn(/*remove=*/false, testing::Work(4000));
 }
 
 TEST_CASE("lagging sysfs: offline+absent/present+online churn is exact") {
-  Churn(/*remove=*/true, 2000);
+  Churn(/*remove=*/true, testing::Work(2000));
 }
 
 // Issue 12 item 9: a fallback writer's AddOnCpu on an offline-but-present
@@ -273,7 +274,7 @@ TEST_CASE("fallback writer delayed across Offline and SetAbsent") {
       last = s;
     }
   });
-  constexpr int kCycles = 20000;
+  const int kCycles = testing::Work(20000);
   for (int i = 0; i < kCycles; ++i) {
     REQUIRE(topo->SetAbsent(1).ok());
     REQUIRE(topo->SetPresent(1).ok());

@@ -5,18 +5,19 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <string>
 #include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "primitives/percpu_alloc.h"
 #include "primitives/internal/test_env.h"
+#include "primitives/internal/test_work.h"
+#include "primitives/percpu_alloc.h"
 #include "primitives/topology.h"
 
 namespace percpu {
@@ -294,7 +295,7 @@ TEST_CASE("Add(sched_getcpu(), 1) from 4 threads is exact") {
   Env env = MakeEnv(n, n, n);
   auto c = MakeCounter(env, 0, 0);
   constexpr int kThreads = 4;
-  constexpr int kAdds = 2000000;
+  const int kAdds = testing::Work(2000000);
   std::vector<std::thread> ts;
   for (int t = 0; t < kThreads; ++t) {
     ts.emplace_back([&] {

@@ -7,6 +7,7 @@
 #include "doctest/doctest.h"
 #include "primitives/contract.h"
 #include "primitives/internal/atomic.h"
+#include "primitives/internal/test_work.h"
 
 namespace percpu {
 namespace {
@@ -42,7 +43,7 @@ TEST_CASE("readers never accept a torn pair while a writer runs") {
   internal::Atomic<uint32_t> a{0};
   internal::Atomic<uint32_t> b{0};
   std::atomic<bool> stop{false};
-  constexpr uint32_t kWrites = 200000;
+  const uint32_t kWrites = testing::Work(uint32_t{200000});
 
   std::thread writer([&] {
     for (uint32_t i = 1; i <= kWrites; ++i) {

@@ -14,6 +14,7 @@
 
 #include "doctest/doctest.h"
 #include "primitives/contract.h"
+#include "primitives/internal/test_work.h"
 
 namespace percpu {
 namespace {
@@ -136,7 +137,7 @@ TEST_CASE("debug builds report a misaligned field") {
 // One writer stores values whose two 32-bit words are equal; readers must
 // never see them differ (a torn read) nor see the value go backwards.
 TEST_CASE("concurrent readers never see a torn or backwards field") {
-  constexpr uint64_t kIters = 200000;
+  const uint64_t kIters = testing::Work(uint64_t{200000});
   constexpr uint64_t kSplit = 0x100000001ull;  // hi word == lo word
   Port port{};
   std::atomic<bool> done{false};
@@ -174,7 +175,7 @@ TEST_CASE("concurrent readers never see a torn or backwards field") {
 
 // A group sync gives (packets, bytes) of the same moment on every target.
 TEST_CASE("a group read sees packets and bytes of the same moment") {
-  constexpr uint64_t kIters = 200000;
+  const uint64_t kIters = testing::Work(uint64_t{200000});
   constexpr uint64_t kLen = 0x10000001ull;  // bytes cross the word boundary
   Port port{};
   std::atomic<bool> done{false};

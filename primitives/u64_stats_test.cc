@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "doctest/doctest.h"
+#include "primitives/internal/test_work.h"
 
 namespace percpu {
 namespace {
@@ -136,7 +137,7 @@ TEST_CASE("a group sync gives a consistent packets/bytes pair") {
   U64Stat packets;
   U64Stat bytes;
   std::atomic<bool> done{false};
-  constexpr uint64_t kPackets = 300000;
+  const uint64_t kPackets = testing::Work(uint64_t{300000});
 
   std::thread writer([&] {
     for (uint64_t i = 0; i < kPackets; ++i) {
