@@ -50,6 +50,7 @@
 #define PERCPU_VERIFICATION_RELACY_WINDOWS_H_
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <new>
 #include <utility>
@@ -412,18 +413,27 @@ class semaphore : public win_waitable_object {
   unsigned max_ = ~0u;
 };
 
-// Mutex under Win32's names for CRITICAL_SECTION and SRWLOCK: an rl::mutex
-// or rl::recursive_mutex (acquisition synchronizes-with the previous
-// release; DEADLOCK, RECURSION ON NON-RECURSIVE MUTEX and UNLOCKING MUTEX
-// W/O OWNERSHIP as for those). Shared locking of an SRWLOCK is modelled as
-// exclusive (as rl::mutex::lock_shared is). Not waitable (neither is a
-// critical section in Win32); a CreateMutex handle is win_mutex, below.
+// Mutex under Win32's names for CRITICAL_SECTION and SRWLOCK. A critical
+// section is an rl::recursive_mutex (acquisition synchronizes-with the
+// previous release; DEADLOCK and UNLOCKING MUTEX W/O OWNERSHIP as for it).
+// An SRW lock (init with is_rw) is a reader-writer lock word, as a pthread
+// rwlock: 0 free, -1 held exclusively, n > 0 held shared by n; exclusive
+// acquisition is an acquire CAS from 0 that waits with no event while the
+// lock is held, shared acquisition an acquire increment that waits while
+// a writer holds it, release a release store of 0 / a release decrement.
+// So shared holders hold it together (two of them writing data under it
+// race), and a release of the other mode than the thread holds is
+// UNLOCKING MUTEX W/O OWNERSHIP, as in Relacy; an exclusive holder asking
+// again is RECURSION ON NON-RECURSIVE MUTEX, a shared holder asking
+// exclusive ATTEMPT TO UPGRADE ... (Relacy's results). Until 0.2.0 shared
+// locking was exclusive here. Not waitable (neither is a critical section
+// in Win32); a CreateMutex handle is win_mutex, below.
 template <typename Tag = void>
 class generic_mutex : public win_object {
  public:
   generic_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : m_(detail::NoResource{}, info), rm_(detail::NoResource{}, info) {}
-  void init(bool /*is_rw*/, bool is_exclusive_recursive,
+  void init(bool is_rw, bool is_exclusive_recursive,
             bool /*is_shared_recursive*/, bool /*failing_try_lock*/,
             debug_info info = RL_CURRENT_INFO) {
     m_.~mutex();
@@ -431,6 +441,11 @@ class generic_mutex : public win_object {
     rm_.~recursive_mutex();
     new (&rm_) recursive_mutex(detail::NoResource{}, info);
     recursive_ = is_exclusive_recursive;
+    rw_ = is_rw;
+    // Relaxed: the initialization, before any thread takes it.
+    if (rw_) state_.store(0, mo_relaxed, info);
+    writer_ = -1;
+    for (unsigned char& n : reads_) n = 0;
     TakeResource(info);
   }
   bool Life(detail::ShimKind* kind) const override {
@@ -439,7 +454,9 @@ class generic_mutex : public win_object {
   }
   void lock_exclusive(debug_info info = RL_CURRENT_INFO) {
     CheckLive(info);
-    if (recursive_)
+    if (rw_)
+      RwLock(/*exclusive=*/true, info);
+    else if (recursive_)
       rm_.lock(info);
     else
       m_.lock(info);
@@ -447,7 +464,9 @@ class generic_mutex : public win_object {
   }
   bool try_lock_exclusive(debug_info info = RL_CURRENT_INFO) {
     CheckLive(info);
-    const bool ok = recursive_ ? rm_.try_lock(info) : m_.try_lock(info);
+    const bool ok = rw_          ? RwTryLockExclusive(info)
+                    : recursive_ ? rm_.try_lock(info)
+                                 : m_.try_lock(info);
     if (ok) ++acquisitions_;
     return ok;
   }
@@ -456,26 +475,128 @@ class generic_mutex : public win_object {
   uint64_t acquisitions() const { return acquisitions_; }
   void unlock_exclusive(debug_info info = RL_CURRENT_INFO) {
     CheckLive(info);
-    if (recursive_)
+    if (rw_)
+      RwUnlock(/*exclusive=*/true, info);
+    else if (recursive_)
       rm_.unlock(info);
     else
       m_.unlock(info);
   }
-  void lock_shared(debug_info info = RL_CURRENT_INFO) { lock_exclusive(info); }
+  // Shared: an SRW lock's; a critical section's is exclusive.
+  void lock_shared(debug_info info = RL_CURRENT_INFO) {
+    if (!rw_) {
+      lock_exclusive(info);
+      return;
+    }
+    CheckLive(info);
+    RwLock(/*exclusive=*/false, info);
+    ++acquisitions_;
+  }
   void unlock_shared(debug_info info = RL_CURRENT_INFO) {
-    unlock_exclusive(info);
+    if (!rw_) {
+      unlock_exclusive(info);
+      return;
+    }
+    CheckLive(info);
+    RwUnlock(/*exclusive=*/false, info);
   }
   // Relacy's std-style spellings.
   void lock(debug_info info = RL_CURRENT_INFO) { lock_exclusive(info); }
   void unlock(debug_info info = RL_CURRENT_INFO) { unlock_exclusive(info); }
   bool Owned() const override {
+    if (rw_) return writer_ >= 0 || HeldShared();
     return recursive_ ? detail::Held(rm_) : detail::Held(m_);
   }
 
  private:
+  static constexpr unsigned kSlots = 64;
+  bool HeldShared() const {
+    for (unsigned char n : reads_)
+      if (n != 0) return true;
+    return false;
+  }
+  unsigned char& Reads() { return reads_[thread_index() % kSlots]; }
+  // The ownership checks of an SRW acquisition; false if it must not wait.
+  bool RwMayTake(bool exclusive, const debug_info& info) {
+    const int me = static_cast<int>(thread_index());
+    if (writer_ == me) {
+      if (exclusive)
+        detail::Fail(test_result_recursion_on_nonrecursive_mutex,
+                     "AcquireSRWLockExclusive by the thread holding it "
+                     "exclusively",
+                     info);
+      else
+        detail::Fail(test_result_mutex_write_to_read_upgrade,
+                     "AcquireSRWLockShared by the thread holding it "
+                     "exclusively",
+                     info);
+      return false;
+    }
+    if (exclusive && Reads() != 0) {
+      detail::Fail(test_result_mutex_read_to_write_upgrade,
+                   "AcquireSRWLockExclusive by a thread holding it shared",
+                   info);
+      return false;
+    }
+    return true;
+  }
+  void RwLock(bool exclusive, const debug_info& info) {
+    if (!RwMayTake(exclusive, info)) return;
+    if (exclusive) {
+      // Pairs with: the release store / decrements of the holders before
+      // (RwUnlock). Waits, with no event, until the lock is free.
+      if (!state_.await_compare_exchange(0, -1, mo_acquire, info)) return;
+      writer_ = static_cast<int>(thread_index());
+      return;
+    }
+    // A count of shared holders with no writer (sign bit clear): add one.
+    // Pairs with: the release store of the last exclusive holder.
+    const int sign = INT_MIN;
+    state_.await_fetch_add(1, sign, 0, /*equal=*/true, mo_acquire, info);
+    if (detail::Abandoning()) return;
+    ++Reads();
+  }
+  bool RwTryLockExclusive(const debug_info& info) {
+    if (writer_ == static_cast<int>(thread_index()) || Reads() != 0)
+      return false;  // not recursive: Win32's TryAcquire fails
+    int v = 0;
+    // Pairs with: as RwLock's CAS.
+    if (!state_.compare_exchange_strong(v, -1, mo_acquire, mo_relaxed, info))
+      return false;
+    writer_ = static_cast<int>(thread_index());
+    return true;
+  }
+  void RwUnlock(bool exclusive, const debug_info& info) {
+    detail::NoAbortScope no_abort;
+    if (exclusive ? writer_ != static_cast<int>(thread_index())
+                  : Reads() == 0) {
+      detail::Fail(test_result_unlocking_mutex_wo_ownership,
+                   exclusive ? "ReleaseSRWLockExclusive by a thread not "
+                               "holding it exclusively"
+                             : "ReleaseSRWLockShared by a thread not holding "
+                               "it shared",
+                   info);
+      return;
+    }
+    if (exclusive) {
+      writer_ = -1;
+      // Pairs with: the acquire CAS / increment of the next holders.
+      state_.store(0, mo_release, info);
+    } else {
+      --Reads();
+      // Pairs with: the acquire CAS of the next exclusive holder (through
+      // the release sequence of the shared holders' decrements).
+      state_.fetch_sub(1, mo_release, info);
+    }
+  }
+
   mutex m_;
   recursive_mutex rm_;
   bool recursive_ = true;  // CRITICAL_SECTION's default
+  bool rw_ = false;        // an SRW lock: state_ below, not m_ / rm_
+  atomic<int> state_{0};   // SRW: 0 free, -1 exclusive, n shared holders
+  int writer_ = -1;        // SRW: the exclusive holder
+  unsigned char reads_[kSlots] = {};  // SRW: shared holds per thread
   uint64_t acquisitions_ = 0;
 };
 
@@ -1214,9 +1335,29 @@ bool SleepOn(rl_CONDITION_VARIABLE* cv, const Lock* l, unsigned long timeout,
   }
 }
 }  // namespace detail
+namespace detail {
+// The user's lock of a condition-variable sleep, in the mode it is held.
+template <typename Lock>
+void ReleaseUserLock(Lock* l, bool shared, const debug_info& info) {
+  if (shared)
+    l->unlock_shared(info);
+  else
+    l->unlock(info);
+}
+template <typename Lock>
+void TakeUserLock(Lock* l, bool shared, const debug_info& info) {
+  if (shared)
+    l->lock_shared(info);
+  else
+    l->lock(info);
+}
+}  // namespace detail
+// shared: an SRW lock held shared (CONDITION_VARIABLE_LOCKMODE_SHARED),
+// released and taken again in that mode.
 template <typename Lock>
 inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
-                                     unsigned long timeout, debug_info info) {
+                                     unsigned long timeout, debug_info info,
+                                     bool shared = false) {
   detail::ShimUse(cv, detail::ShimKind::kCondvar, false, info);
   const unsigned t = thread_index();
   const uint64_t me = detail::ThreadBit(t);
@@ -1229,8 +1370,8 @@ inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
   if (spurious) {
     // Returns without being woken (Win32 allows it); with a finite
     // timeout, as timed out (at once: the same predicate re-check).
-    l->unlock(info);
-    l->lock(info);
+    detail::ReleaseUserLock(l, shared, info);
+    detail::TakeUserLock(l, shared, info);
     if (timeout == rl_INFINITE) return 1;
     detail::LastError().set(rl_ERROR_TIMEOUT);
     return 0;
@@ -1246,9 +1387,9 @@ inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
   // Relaxed: read with the lock held, which every Wake takes.
   const uint64_t rung = bell->fetch_or(0, mo_relaxed, info);
   detail::UnlockState(s, v, false, info);
-  l->unlock(info);
+  detail::ReleaseUserLock(l, shared, info);
   const bool woken = detail::SleepOn(cv, l, timeout, bell, rung, info);
-  l->lock(info);
+  detail::TakeUserLock(l, shared, info);
   if (!woken) detail::LastError().set(rl_ERROR_TIMEOUT);
   return woken ? 1 : 0;
 }
@@ -1488,7 +1629,9 @@ inline unsigned long rl_ResumeThread(rl_HANDLE, debug_info) { return 0; }
 #define SleepConditionVariableCS(cv, cs, ms) \
   ::rl::rl_SleepConditionVariable((cv), (cs), (ms), RL_INFO)
 #define SleepConditionVariableSRW(cv, l, ms, flags) \
-  ::rl::rl_SleepConditionVariable((cv), (l), (ms), RL_INFO)
+  ::rl::rl_SleepConditionVariable(                  \
+      (cv), (l), (ms), RL_INFO,                     \
+      ((flags) & ::rl::rl_CONDITION_VARIABLE_LOCKMODE_SHARED) != 0)
 #define WakeConditionVariable(cv) ::rl::rl_WakeConditionVariable((cv), RL_INFO)
 #define WakeAllConditionVariable(cv) \
   ::rl::rl_WakeAllConditionVariable((cv), RL_INFO)
