@@ -614,16 +614,7 @@ class basic_atomic : public AtomicOperators<basic_atomic<T>, T> {
   bool timed_await_bits(T mask, T want, memory_order mo, T* value,
                         debug_info info = RL_CURRENT_INFO) {
     static_assert(std::is_integral_v<T>, "a mask of bits");
-    if (!Live()) {
-      *value = plain_;
-      return true;
-    }
-    detail::AwaitCond cond = Cond(mask, want, true);
-    cond.timed = true;
-    const uint64_t bits = detail::AtomicAwaitLoad(loc_, cond, mo, info);
-    if (detail::AwaitTimedOut()) return false;
-    *value = detail::FromBits<T>(bits);
-    return true;
+    return TimedAwaitLoad(Cond(mask, want, true), mo, value, info);
   }
   // await_change: a load once it can read a value other than `old`.
   T await_change(T old, memory_order mo, debug_info info = RL_CURRENT_INFO) {
@@ -636,16 +627,8 @@ class basic_atomic : public AtomicOperators<basic_atomic<T>, T> {
   bool timed_await_change(T old, memory_order mo, T* value,
                           debug_info info = RL_CURRENT_INFO) {
     static_assert(std::is_integral_v<T>, "compared by value");
-    if (!Live()) {
-      *value = plain_;
-      return true;
-    }
-    detail::AwaitCond cond{~uint64_t{0}, detail::ToBits(old), false};
-    cond.timed = true;
-    const uint64_t bits = detail::AtomicAwaitLoad(loc_, cond, mo, info);
-    if (detail::AwaitTimedOut()) return false;
-    *value = detail::FromBits<T>(bits);
-    return true;
+    return TimedAwaitLoad({~uint64_t{0}, detail::ToBits(old), false}, mo, value,
+                          info);
   }
   // May fail spuriously (test_params::spurious_cas_failures): the checker
   // explores a failure even when the value matched, at most once in a row
@@ -757,6 +740,19 @@ class basic_atomic : public AtomicOperators<basic_atomic<T>, T> {
   }
   static detail::AwaitCond Cond(T mask, T want, bool equal) {
     return {detail::ToBits(mask), detail::ToBits(want), equal};
+  }
+  // The timed waits' load: false if it timed out (*value unchanged).
+  bool TimedAwaitLoad(detail::AwaitCond cond, memory_order mo, T* value,
+                      const debug_info& info) {
+    if (!Live()) {
+      *value = plain_;
+      return true;
+    }
+    cond.timed = true;
+    const uint64_t bits = detail::AtomicAwaitLoad(loc_, cond, mo, info);
+    if (detail::AwaitTimedOut()) return false;
+    *value = detail::FromBits<T>(bits);
+    return true;
   }
   T AwaitRmw(detail::RmwOp op, T v, T mask, T want, bool equal, memory_order mo,
              const debug_info& info) {
