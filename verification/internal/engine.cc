@@ -289,6 +289,16 @@ struct Pending {
   debug_info info;
 };
 
+// The operation of a thread waiting with no event (a spin, a mutex or
+// join wait, a timed-out wait): taking it only resumes the thread (Place
+// makes no event for it).
+Pending ResumeOp(const debug_info& info) {
+  Pending op;
+  op.kind = OpKind::kResume;
+  op.info = info;
+  return op;
+}
+
 // Whether reading w lets a waiting operation (Pending::await) go on.
 bool AwaitReadable(const Pending& op, const Event& w) {
   const AwaitCond& c = op.await_cond;
@@ -3391,8 +3401,7 @@ void Engine::Yield(const debug_info& info) {
     Prune();
   }
   th.blocked = true;
-  th.op = Pending();
-  th.op.kind = OpKind::kResume;
+  th.op = ResumeOp(debug_info());
   th.pending = true;
   SwitchToScheduler();
 }
@@ -3449,10 +3458,8 @@ bool Engine::WaitBlocked(const debug_info& info, bool on_last_read,
   if (stale) return true;
   th.blocked = true;
   th.sync_wait = true;
-  th.op = Pending();
-  th.op.kind = OpKind::kResume;
+  th.op = ResumeOp(info);
   th.op.await_cond.timed = timed;  // TimeOutAWait may end it
-  th.op.info = info;
   th.pending = true;
   SwitchToScheduler();
   th.sync_wait = false;
@@ -3502,9 +3509,7 @@ void* Engine::JoinThread(int handle, const debug_info& info) {
     th.blocked = true;
     th.sync_wait = true;
     th.wait_loc = -1;  // the target's end writes nothing
-    th.op = Pending();
-    th.op.kind = OpKind::kResume;
-    th.op.info = info;
+    th.op = ResumeOp(info);
     th.pending = true;
     SwitchToScheduler();
     th.sync_wait = false;
@@ -3521,12 +3526,11 @@ void* Engine::JoinThread(int handle, const debug_info& info) {
 
 // Every unfinished thread waits or spins, so nobody can write: a timed
 // wait (AwaitCond::timed, or WaitBlocked's timed) among them times out
-// instead of the run ending
-// in a DEADLOCK, as Relacy's scheduler unparks a timed thread when no
-// thread can run. Which one, when several: a decision. Its operation ends
-// with no event (resumed, result 0, AwaitTimedOut()). A timeout while
-// other threads could still run needs no step here: the callers explore
-// one at the start of the wait (a timeout at once), and the exhaustive
+// instead of the run ending in a DEADLOCK, as Relacy's scheduler unparks
+// a timed thread when no thread can run. Which one, when several: a decision.
+// Its operation ends with no event (resumed, result 0, AwaitTimedOut()). A
+// timeout while other threads could still run needs no step here: the callers
+// explore one at the start of the wait (a timeout at once), and the exhaustive
 // search can then run the others first. False if no thread waits timed.
 bool Engine::TimeOutAWait() {
   unsigned timed[kMaxThreads];
@@ -3542,17 +3546,14 @@ bool Engine::TimeOutAWait() {
   if (count > 1 && !Decide(DecideKind::kRand, count, &pick)) return false;
   const unsigned t = timed[count > 1 ? pick.value : 0];
   ThreadState& th = threads_[t];
-  const debug_info info = th.op.info;
   if (trace_) {
     std::ostringstream s;
     s << "   " << ThreadName(static_cast<int>(t))
-      << ": wait timed out (every thread waited)  [" << BaseName(info.file_)
-      << ":" << info.line_ << "]";
+      << ": wait timed out (every thread waited)  ["
+      << BaseName(th.op.info.file_) << ":" << th.op.info.line_ << "]";
     var_trace_.emplace_back(events_.size(), s.str());
   }
-  th.op = Pending();
-  th.op.kind = OpKind::kResume;
-  th.op.info = info;
+  th.op = ResumeOp(th.op.info);
   th.blocked = false;
   th.sync_wait = false;
   th.constraint = 0;
