@@ -432,7 +432,9 @@ template <typename Tag = void>
 class generic_mutex : public win_object {
  public:
   generic_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : m_(detail::NoResource{}, info), rm_(detail::NoResource{}, info) {}
+      : m_(detail::NoResource{}, info),
+        rm_(detail::NoResource{}, info),
+        state_(0, info) {}
   void init(bool is_rw, bool is_exclusive_recursive,
             bool /*is_shared_recursive*/, bool /*failing_try_lock*/,
             debug_info info = RL_CURRENT_INFO) {
@@ -594,7 +596,7 @@ class generic_mutex : public win_object {
   recursive_mutex rm_;
   bool recursive_ = true;  // CRITICAL_SECTION's default
   bool rw_ = false;        // an SRW lock: state_ below, not m_ / rm_
-  atomic<int> state_{0};   // SRW: 0 free, -1 exclusive, n shared holders
+  atomic<int> state_;      // SRW: 0 free, -1 exclusive, n shared holders
   int writer_ = -1;        // SRW: the exclusive holder
   unsigned char reads_[kSlots] = {};  // SRW: shared holds per thread
   uint64_t acquisitions_ = 0;
