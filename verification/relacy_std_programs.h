@@ -16,6 +16,7 @@ rl::test_result_e PthreadMutexCounter();   // SUCCESS
 rl::test_result_e PthreadUnlockedCounter();  // DATA RACE
 rl::test_result_e SemHandOff();            // SUCCESS
 rl::test_result_e SemMissingPost();        // DEADLOCK
+rl::test_result_e SemUncheckedWait();      // DATA RACE (EINTR ignored)
 rl::test_result_e PthreadCondPredicate();  // SUCCESS
 rl::test_result_e PthreadCondNotDestroyed();  // RESOURCE LEAK
 rl::test_result_e RwlockCounter();         // SUCCESS

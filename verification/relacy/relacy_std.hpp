@@ -383,6 +383,12 @@ inline int pthread_cond_broadcast(rl::rl_pthread_cond_t* c,
 }
 
 namespace rl::detail {
+// The calling thread's bit in a set of threads (0 past 64 threads).
+inline uint64_t ThreadBit() {
+  const unsigned me = ThreadIndex();
+  return me < 64 ? uint64_t{1} << me : 0;
+}
+
 inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
                     const debug_info& info) {
   UseCond(c, info);
@@ -391,8 +397,7 @@ inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
     c->gen = Generation();
     c->spurious = 0;
   }
-  const unsigned me = ThreadIndex();
-  const uint64_t bit = me < 64 ? uint64_t{1} << me : 0;
+  const uint64_t bit = ThreadBit();
   c->waiters.Register(info);  // still under the mutex (see the struct)
   pthread_mutex_unlock(m, info);
   int result = 0;
@@ -439,17 +444,13 @@ inline int pthread_rwlock_destroy(rl::rl_pthread_rwlock_t* l,
 }
 
 namespace rl::detail {
-inline uint64_t RwBit() {
-  const unsigned me = ThreadIndex();
-  return me < 64 ? uint64_t{1} << me : 0;
-}
 // False if the calling thread holds l in a way the request conflicts
 // with: a try fails, a lock (blocking) never ends (reported).
 inline bool RwMayWait(rl_pthread_rwlock_t* l, bool write, bool blocking,
                       const debug_info& info) {
   UseRwlock(l, info);
   const int me = static_cast<int>(ThreadIndex());
-  const bool reading = (l->readers & RwBit()) != 0;
+  const bool reading = (l->readers & ThreadBit()) != 0;
   if (l->writer == me || (write && reading)) {
     // As Relacy reports them: a second write lock is a recursion, a read
     // lock under one's write lock or a write lock under one's read lock an
@@ -468,7 +469,7 @@ inline void RwTaken(rl_pthread_rwlock_t* l, bool write) {
   if (write) {
     l->writer = static_cast<int>(ThreadIndex());
   } else {
-    l->readers |= RwBit();
+    l->readers |= ThreadBit();
     const unsigned me = ThreadIndex();
     if (me < 64) ++l->reads[me];
   }
@@ -546,8 +547,8 @@ inline int pthread_rwlock_unlock(rl::rl_pthread_rwlock_t* l,
     l->writer = -1;
     // Pairs with: the acquire CAS of the next holder.
     l->state.store(0, rl::mo_release, info);
-  } else if ((l->readers & rl::detail::RwBit()) != 0) {
-    if (me >= 64 || --l->reads[me] == 0) l->readers &= ~rl::detail::RwBit();
+  } else if ((l->readers & rl::detail::ThreadBit()) != 0) {
+    if (me >= 64 || --l->reads[me] == 0) l->readers &= ~rl::detail::ThreadBit();
     // Pairs with: the acquire CAS of the next writer (through the release
     // sequence of the readers' decrements).
     l->state.fetch_sub(1, rl::mo_release, info);
@@ -572,6 +573,32 @@ inline int pthread_join(rl::rl_pthread_t t, void** ret,
   if (ret != nullptr) *ret = r;
   return 0;
 }
+
+namespace rl::detail {
+// Threads whose last wait of a kind returned EINTR (a signal), a bit per
+// thread: the next wait of that kind is not interrupted, so a retry loop
+// ends. Reset by every execution.
+struct Interrupted {
+  uint64_t futex = 0, sem = 0;
+  uint64_t gen = 0;
+};
+inline Interrupted& InterruptedWaits() {
+  static Interrupted w;
+  if (w.gen != Generation()) w = Interrupted{0, 0, Generation()};
+  return w;
+}
+// Whether a signal interrupts the calling thread's wait now: a decision
+// the search explores, unless its last wait of this kind was interrupted.
+inline bool MayInterrupt(uint64_t bits, const debug_info& info) {
+  return (bits & ThreadBit()) == 0 && rand(2, info) == 1;
+}
+inline void SetInterrupted(uint64_t* bits, bool interrupted) {
+  if (interrupted)
+    *bits |= ThreadBit();
+  else
+    *bits &= ~ThreadBit();
+}
+}  // namespace rl::detail
 
 inline int sem_init(rl::rl_sem_t* s, int /*pshared*/, unsigned value,
                     rl::debug_info info = RL_CURRENT_INFO) {
@@ -607,6 +634,22 @@ inline int sem_trywait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
 }
 inline int sem_wait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   rl::detail::UseSem(s, info);
+  // A signal may end a wait that finds the count 0 (POSIX: -1, EINTR), as
+  // a Relacy sem_wait wakes spuriously: explored, not twice in a row for a
+  // thread (a retry loop ends). A caller that ignores the result is then
+  // caught using what it did not get.
+  uint64_t& interrupted = rl::detail::InterruptedWaits().sem;
+  if (rl::detail::MayInterrupt(interrupted, info)) {
+    // Acquire, as Relacy's interrupted wait acquires the semaphore's
+    // clock. Pairs with: the release increment in sem_post (the 0 read is
+    // the end of a release sequence when a taker's decrement wrote it).
+    if (s->count.load(rl::mo_acquire, info) == 0) {
+      rl::detail::SetInterrupted(&interrupted, true);
+      errno = EINTR;
+      return -1;
+    }
+  }
+  rl::detail::SetInterrupted(&interrupted, false);
   // Takes a unit once the count is not 0, with no event while it waits
   // (or DEADLOCK). Pairs with: the release increment in sem_post.
   s->count.await_fetch_sub(1, ~0u, 0, /*equal=*/false, rl::mo_acquire, info);
@@ -645,21 +688,6 @@ inline int sem_getvalue(rl::rl_sem_t* s, int* value,
 #define FUTEX_WAKE_PRIVATE (FUTEX_WAKE | FUTEX_PRIVATE_FLAG)
 #endif
 
-namespace rl::detail {
-struct FutexThreads {
-  uint64_t interrupted = 0;  // threads whose last wait returned EINTR
-  uint64_t gen = 0;
-};
-inline FutexThreads& Futexes() {
-  static FutexThreads f;
-  if (f.gen != Generation()) {
-    f.gen = Generation();
-    f.interrupted = 0;
-  }
-  return f;
-}
-}  // namespace rl::detail
-
 inline int futex(rl::atomic<int>* uaddr, int op, int val,
                  const struct timespec* timeout, rl::atomic<int>* /*uaddr2*/,
                  int /*val3*/, rl::debug_info info = RL_CURRENT_INFO) {
@@ -689,23 +717,21 @@ inline int futex(rl::atomic<int>* uaddr, int op, int val,
     q.Unlock(/*enqueue=*/false, info);
     return EWOULDBLOCK;
   }
-  const unsigned me = rl::detail::ThreadIndex();
-  const uint64_t bit = me < 64 ? uint64_t{1} << me : 0;
-  rl::detail::FutexThreads& f = rl::detail::Futexes();
+  uint64_t& interrupted = rl::detail::InterruptedWaits().futex;
   // A signal (EINTR) or the deadline may end the wait before any wake:
   // explored, EINTR not twice in a row for a thread (a retry loop ends).
-  const bool may_interrupt = (f.interrupted & bit) == 0;
+  const bool may_interrupt = (interrupted & rl::detail::ThreadBit()) == 0;
   const unsigned ends = 1 + (may_interrupt ? 1 : 0) + (timeout ? 1 : 0);
   const unsigned r = rl::rand(ends, info);
   if (r != 0) {
     q.Unlock(/*enqueue=*/false, info);
     if (r == 1 && may_interrupt) {
-      f.interrupted |= bit;
+      rl::detail::SetInterrupted(&interrupted, true);
       return EINTR;
     }
     return ETIMEDOUT;
   }
-  f.interrupted &= ~bit;
+  rl::detail::SetInterrupted(&interrupted, false);
   q.Unlock(/*enqueue=*/true, info);
   // Acquire: pairs with the waker's acq_rel CAS that picked this thread.
   // With a timeout, a sleep no wake ends times out once every thread
