@@ -349,6 +349,36 @@ struct TimedLock : rl::test_suite<TimedLock, 2> {
   }
 };
 
+// Thread 0 holds m until thread 1 gave up on it: only a timeout ends
+// thread 1's timed lock (once both threads wait).
+struct TimedLockGivesUp : rl::test_suite<TimedLockGivesUp, 2> {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  sem_t gave_up;
+  void before() { sem_init(&gave_up, 0, 0); }
+  void after() { sem_destroy(&gave_up); }
+  void thread(unsigned index) {
+    if (index == 0) {
+      pthread_mutex_lock(&m);
+      while (sem_wait(&gave_up) != 0) RL_ASSERT(errno == EINTR);
+      pthread_mutex_unlock(&m);
+    } else {
+      int r = pthread_mutex_timedlock(&m, nullptr);
+      if (r == 0) pthread_mutex_unlock(&m);
+      sem_post(&gave_up);
+    }
+  }
+};
+
+// A timed lock of a default mutex the thread already holds.
+struct TimedLockSelf : rl::test_suite<TimedLockSelf, 1> {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  void thread(unsigned) {
+    pthread_mutex_lock(&m);
+    if (pthread_mutex_timedlock(&m, nullptr) == 0) pthread_mutex_unlock(&m);
+    pthread_mutex_unlock(&m);
+  }
+};
+
 // Relacy's spelling pthread_mutex_try_lock: 0 when it took the mutex.
 struct TryLockSpelling : rl::test_suite<TryLockSpelling, 2> {
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
@@ -459,6 +489,8 @@ rl::test_result_e RwlockNotDestroyed() {
 rl::test_result_e CondTimedWaitAlone() { return Full<CondAlone<true>>(); }
 rl::test_result_e CondWaitAlone() { return Full<CondAlone<false>>(); }
 rl::test_result_e MutexTimedLockTimesOut() { return Full<TimedLock>(); }
+rl::test_result_e MutexTimedLockGivesUp() { return Full<TimedLockGivesUp>(); }
+rl::test_result_e MutexTimedLockSelf() { return Full<TimedLockSelf>(); }
 rl::test_result_e MutexTryLockSpelling() { return Full<TryLockSpelling>(); }
 rl::test_result_e FutexNoLostWake() { return Full<Futex<Fx::kNoLostWake>>(); }
 rl::test_result_e FutexWakeSynchronizes() { return Full<Futex<Fx::kSync>>(); }

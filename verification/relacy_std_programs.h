@@ -25,6 +25,8 @@ rl::test_result_e RwlockNotDestroyed();    // RESOURCE LEAK
 rl::test_result_e CondTimedWaitAlone();    // SUCCESS
 rl::test_result_e CondWaitAlone();         // DEADLOCK
 rl::test_result_e MutexTimedLockTimesOut();  // UNTIL CONDITION HIT
+rl::test_result_e MutexTimedLockGivesUp();   // SUCCESS
+rl::test_result_e MutexTimedLockSelf();      // RECURSION ON NON-RECURSIVE MUTEX
 rl::test_result_e MutexTryLockSpelling();  // SUCCESS
 rl::test_result_e FutexNoLostWake();       // SUCCESS
 rl::test_result_e FutexWakeSynchronizes();  // UNTIL CONDITION HIT

@@ -577,16 +577,14 @@ class basic_atomic : public AtomicOperators<basic_atomic<T>, T> {
   // abandoned (or outside one, when the value is not `expected`).
   bool await_compare_exchange(T expected, T desired, memory_order mo,
                               debug_info info = RL_CURRENT_INFO) {
-    static_assert(!kWide, "a lock word fits in 64 bits");
-    if (!Live()) {
-      if (!SameValue(plain_, expected)) return false;
-      plain_ = desired;
-      return true;
-    }
-    // The whole value (stored zero-extended, as ToBits makes it).
-    detail::AtomicAwaitRmw(loc_, {~uint64_t{0}, detail::ToBits(expected), true},
-                           detail::RmwOp::kXchg, Enc(desired), mo, info);
-    return !detail::Abandoning();
+    return AwaitCas(expected, desired, mo, /*timed=*/false, info);
+  }
+  // timed_await_compare_exchange: await_compare_exchange with a deadline
+  // (AwaitCond::timed, a timed lock). False if it timed out: every
+  // unfinished thread waited, and the search chose this wait to end.
+  bool timed_await_compare_exchange(T expected, T desired, memory_order mo,
+                                    debug_info info = RL_CURRENT_INFO) {
+    return AwaitCas(expected, desired, mo, /*timed=*/true, info);
   }
   // await_fetch_add / await_fetch_sub: an RMW (order `mo`) once it can read
   // a value v with ((v & mask) == want) == equal (a semaphore's count not
@@ -740,6 +738,21 @@ class basic_atomic : public AtomicOperators<basic_atomic<T>, T> {
   }
   static detail::AwaitCond Cond(T mask, T want, bool equal) {
     return {detail::ToBits(mask), detail::ToBits(want), equal};
+  }
+  bool AwaitCas(T expected, T desired, memory_order mo, bool timed,
+                const debug_info& info) {
+    static_assert(!kWide, "a lock word fits in 64 bits");
+    if (!Live()) {
+      if (!SameValue(plain_, expected)) return false;
+      plain_ = desired;
+      return true;
+    }
+    // The whole value (stored zero-extended, as ToBits makes it).
+    detail::AwaitCond cond{~uint64_t{0}, detail::ToBits(expected), true};
+    cond.timed = timed;
+    detail::AtomicAwaitRmw(loc_, cond, detail::RmwOp::kXchg, Enc(desired), mo,
+                           info);
+    return !detail::Abandoning() && !(timed && detail::AwaitTimedOut());
   }
   // The timed waits' load: false if it timed out (*value unchanged).
   bool TimedAwaitLoad(detail::AwaitCond cond, memory_order mo, T* value,
@@ -1147,16 +1160,25 @@ class mutex {
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
   void lock(debug_info info = RL_CURRENT_INFO) {
-    if (Live() && owner_ == static_cast<int>(thread_index()))
-      detail::Fail(test_result_recursion_on_nonrecursive_mutex,
-                   "lock of a non-recursive mutex the thread already holds",
-                   info);
+    CheckRecursion(info);
     // Waits for an unlock (a write of state_) with no event: only the
     // acquisitions are explored. Unwinding: go on without it.
     // Pairs with: the release store of unlock().
     state_.await_compare_exchange(0, 1, mo_acquire, info);
     owner_ = static_cast<int>(thread_index());
     info_ = info;
+  }
+  // Checker extension (pthread_mutex_timedlock): lock() with a deadline,
+  // which passes once every unfinished thread waits (AwaitCond::timed).
+  // False if it timed out (or the execution is being abandoned).
+  bool timed_lock(debug_info info = RL_CURRENT_INFO) {
+    CheckRecursion(info);
+    // Pairs with: the release store of unlock().
+    if (!state_.timed_await_compare_exchange(0, 1, mo_acquire, info))
+      return false;
+    owner_ = static_cast<int>(thread_index());
+    info_ = info;
+    return true;
   }
   bool try_lock(debug_info info = RL_CURRENT_INFO) {
     int expected = 0;
@@ -1178,10 +1200,19 @@ class mutex {
   // Relacy's spellings.
   void lock_shared(debug_info info = RL_CURRENT_INFO) { lock(info); }
   void unlock_shared(debug_info info = RL_CURRENT_INFO) { unlock(info); }
+  // Checker extension: reports RECURSION ON NON-RECURSIVE MUTEX if the
+  // calling thread holds it (lock() and timed_lock() check it first).
+  void CheckRecursion(const debug_info& info) const {
+    if (Live() && owner_ == static_cast<int>(thread_index()))
+      detail::Fail(test_result_recursion_on_nonrecursive_mutex,
+                   "lock of a non-recursive mutex the thread already holds",
+                   info);
+  }
 
  private:
   friend bool detail::Held(const mutex& m);
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
+
   uint64_t gen_ = detail::Generation();  // first: token_ tests it
   atomic<int> state_;
   void* token_;  // the resource token (nullptr outside an execution)
@@ -1195,23 +1226,17 @@ class recursive_mutex {
   recursive_mutex(detail::NoResource tag, debug_info info = RL_CURRENT_INFO)
       : m_(tag, info) {}
   void lock(debug_info info = RL_CURRENT_INFO) {
-    if (count_ > 0 && owner_ == static_cast<int>(thread_index())) {
-      ++count_;
-      return;
-    }
-    m_.lock(info);
-    owner_ = static_cast<int>(thread_index());
-    count_ = 1;
+    Take([&] {
+      m_.lock(info);
+      return true;
+    });
   }
   bool try_lock(debug_info info = RL_CURRENT_INFO) {
-    if (count_ > 0 && owner_ == static_cast<int>(thread_index())) {
-      ++count_;
-      return true;
-    }
-    if (!m_.try_lock(info)) return false;
-    owner_ = static_cast<int>(thread_index());
-    count_ = 1;
-    return true;
+    return Take([&] { return m_.try_lock(info); });
+  }
+  // As mutex::timed_lock.
+  bool timed_lock(debug_info info = RL_CURRENT_INFO) {
+    return Take([&] { return m_.timed_lock(info); });
   }
   void unlock(debug_info info = RL_CURRENT_INFO) {
     if (count_ == 0 || owner_ != static_cast<int>(thread_index())) {
@@ -1226,6 +1251,18 @@ class recursive_mutex {
 
  private:
   friend bool detail::Held(const recursive_mutex& m);
+  // Once more if the calling thread holds it, else as take_inner takes m_.
+  template <typename F>
+  bool Take(F take_inner) {
+    if (count_ > 0 && owner_ == static_cast<int>(thread_index())) {
+      ++count_;
+      return true;
+    }
+    if (!take_inner()) return false;
+    owner_ = static_cast<int>(thread_index());
+    count_ = 1;
+    return true;
+  }
   mutex m_;
   int owner_ = -1;
   unsigned count_ = 0;

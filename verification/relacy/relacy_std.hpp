@@ -263,6 +263,34 @@ inline void GiveResource(void*& held, const debug_info& info) {
   HeapFree(held, kHeapResource, info);
   held = nullptr;
 }
+// The calling thread's bit in a set of threads (0 past 64 threads).
+inline uint64_t ThreadBit() {
+  const unsigned me = ThreadIndex();
+  return me < 64 ? uint64_t{1} << me : 0;
+}
+// Threads whose last wait of a kind ended early, with no wake (EINTR from
+// a signal, a deadline passed at once), a bit per thread: the next wait of
+// that kind does not, so a retry loop ends. Reset by every execution.
+struct EndedEarly {
+  uint64_t futex = 0, sem = 0, timedlock = 0;
+  uint64_t gen = 0;
+};
+inline EndedEarly& EarlyEnds() {
+  static EndedEarly w;
+  if (w.gen != Generation()) w = EndedEarly{0, 0, 0, Generation()};
+  return w;
+}
+// Whether the calling thread's wait ends early now: a decision the search
+// explores, unless its last wait of this kind did.
+inline bool MayEndEarly(uint64_t bits, const debug_info& info) {
+  return (bits & ThreadBit()) == 0 && rand(2, info) == 1;
+}
+inline void SetEndedEarly(uint64_t* bits, bool ended_early) {
+  if (ended_early)
+    *bits |= ThreadBit();
+  else
+    *bits &= ~ThreadBit();
+}
 }  // namespace detail
 
 }  // namespace rl
@@ -311,17 +339,23 @@ inline int pthread_mutex_try_lock(rl::rl_pthread_mutex_t* m,
                                   rl::debug_info info = RL_CURRENT_INFO) {
   return pthread_mutex_trylock(m, info);
 }
-// The deadline may pass at any time: two more tries with a yield in
-// between (a spin the checker waits out for the unlock or runs on), then
-// ETIMEDOUT.
+// Takes a free mutex. A held one: the deadline passes at once (explored,
+// not twice in a row for a thread), or the thread sleeps until an unlock
+// lets it take it, timing out once every thread waits, as a Relacy timed
+// lock parks. The deadline is not read: the checker has no clock.
 inline int pthread_mutex_timedlock(rl::rl_pthread_mutex_t* m,
                                    const void* /*abstime*/,
                                    rl::debug_info info = RL_CURRENT_INFO) {
-  for (int tries = 0;; ++tries) {
-    if (pthread_mutex_trylock(m, info) == 0) return 0;
-    if (tries == 2) return ETIMEDOUT;
-    rl::yield(1, info);
+  if (pthread_mutex_trylock(m, info) == 0) return 0;
+  if (!m->recursive) m->m.CheckRecursion(info);
+  uint64_t& early = rl::detail::EarlyEnds().timedlock;
+  if (rl::detail::MayEndEarly(early, info)) {
+    rl::detail::SetEndedEarly(&early, true);
+    return ETIMEDOUT;
   }
+  rl::detail::SetEndedEarly(&early, false);
+  bool ok = m->recursive ? m->rm.timed_lock(info) : m->m.timed_lock(info);
+  return ok ? 0 : ETIMEDOUT;
 }
 inline int pthread_mutex_unlock(rl::rl_pthread_mutex_t* m,
                                 rl::debug_info info = RL_CURRENT_INFO) {
@@ -383,12 +417,6 @@ inline int pthread_cond_broadcast(rl::rl_pthread_cond_t* c,
 }
 
 namespace rl::detail {
-// The calling thread's bit in a set of threads (0 past 64 threads).
-inline uint64_t ThreadBit() {
-  const unsigned me = ThreadIndex();
-  return me < 64 ? uint64_t{1} << me : 0;
-}
-
 inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
                     const debug_info& info) {
   UseCond(c, info);
@@ -574,32 +602,6 @@ inline int pthread_join(rl::rl_pthread_t t, void** ret,
   return 0;
 }
 
-namespace rl::detail {
-// Threads whose last wait of a kind returned EINTR (a signal), a bit per
-// thread: the next wait of that kind is not interrupted, so a retry loop
-// ends. Reset by every execution.
-struct Interrupted {
-  uint64_t futex = 0, sem = 0;
-  uint64_t gen = 0;
-};
-inline Interrupted& InterruptedWaits() {
-  static Interrupted w;
-  if (w.gen != Generation()) w = Interrupted{0, 0, Generation()};
-  return w;
-}
-// Whether a signal interrupts the calling thread's wait now: a decision
-// the search explores, unless its last wait of this kind was interrupted.
-inline bool MayInterrupt(uint64_t bits, const debug_info& info) {
-  return (bits & ThreadBit()) == 0 && rand(2, info) == 1;
-}
-inline void SetInterrupted(uint64_t* bits, bool interrupted) {
-  if (interrupted)
-    *bits |= ThreadBit();
-  else
-    *bits &= ~ThreadBit();
-}
-}  // namespace rl::detail
-
 inline int sem_init(rl::rl_sem_t* s, int /*pshared*/, unsigned value,
                     rl::debug_info info = RL_CURRENT_INFO) {
   // The initial count is the location's initial value.
@@ -638,18 +640,18 @@ inline int sem_wait(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   // a Relacy sem_wait wakes spuriously: explored, not twice in a row for a
   // thread (a retry loop ends). A caller that ignores the result is then
   // caught using what it did not get.
-  uint64_t& interrupted = rl::detail::InterruptedWaits().sem;
-  if (rl::detail::MayInterrupt(interrupted, info)) {
+  uint64_t& interrupted = rl::detail::EarlyEnds().sem;
+  if (rl::detail::MayEndEarly(interrupted, info)) {
     // Acquire, as Relacy's interrupted wait acquires the semaphore's
     // clock. Pairs with: the release increment in sem_post (the 0 read is
     // the end of a release sequence when a taker's decrement wrote it).
     if (s->count.load(rl::mo_acquire, info) == 0) {
-      rl::detail::SetInterrupted(&interrupted, true);
+      rl::detail::SetEndedEarly(&interrupted, true);
       errno = EINTR;
       return -1;
     }
   }
-  rl::detail::SetInterrupted(&interrupted, false);
+  rl::detail::SetEndedEarly(&interrupted, false);
   // Takes a unit once the count is not 0, with no event while it waits
   // (or DEADLOCK). Pairs with: the release increment in sem_post.
   s->count.await_fetch_sub(1, ~0u, 0, /*equal=*/false, rl::mo_acquire, info);
@@ -717,7 +719,7 @@ inline int futex(rl::atomic<int>* uaddr, int op, int val,
     q.Unlock(/*enqueue=*/false, info);
     return EWOULDBLOCK;
   }
-  uint64_t& interrupted = rl::detail::InterruptedWaits().futex;
+  uint64_t& interrupted = rl::detail::EarlyEnds().futex;
   // A signal (EINTR) or the deadline may end the wait before any wake:
   // explored, EINTR not twice in a row for a thread (a retry loop ends).
   const bool may_interrupt = (interrupted & rl::detail::ThreadBit()) == 0;
@@ -726,12 +728,12 @@ inline int futex(rl::atomic<int>* uaddr, int op, int val,
   if (r != 0) {
     q.Unlock(/*enqueue=*/false, info);
     if (r == 1 && may_interrupt) {
-      rl::detail::SetInterrupted(&interrupted, true);
+      rl::detail::SetEndedEarly(&interrupted, true);
       return EINTR;
     }
     return ETIMEDOUT;
   }
-  rl::detail::SetInterrupted(&interrupted, false);
+  rl::detail::SetEndedEarly(&interrupted, false);
   q.Unlock(/*enqueue=*/true, info);
   // Acquire: pairs with the waker's acq_rel CAS that picked this thread.
   // With a timeout, a sleep no wake ends times out once every thread
