@@ -468,8 +468,20 @@ struct VarState {
 // What building an event found besides the event itself (which is built
 // in place, at the end of events_).
 struct Built {
-  Clock sync;               // released clock reaching a relaxed read
+  // The released clocks reaching a read (its release heads' and their
+  // fences'), joined; valid only if has_sync. A clock the reader already
+  // knows adds nothing and is skipped (Build), so most reads join none.
+  Clock sync{Clock::NoInit{}};
+  bool has_sync = false;
   std::vector<int> sc_src;  // SC events synchronizing with the read
+  void AddSync(const Clock& c) {
+    if (has_sync) {
+      sync.Join(c);
+    } else {
+      sync = c;
+      has_sync = true;
+    }
+  }
 };
 
 bool IsAcq(memory_order mo) {
@@ -2012,8 +2024,8 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
     e.porf = th.porf;
     e.porf.set(t, e.idx);
   }
+  b.has_sync = false;  // read only for reads (here and in Commit)
   if (e.reads) {
-    b.sync = Clock();  // read only for reads (here and in Commit)
     e.rf = a.rf;
     const Event& w = events_[a.rf];
     if (track_porf_) e.porf.Join(w.porf);
@@ -2025,22 +2037,24 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
     }
     // Release sequence of the write read from (C++20: the write and the
     // chain of RMWs reading from it); each release head, or each release
-    // fence before a head, synchronizes.
+    // fence before a head, synchronizes. A head or fence that already
+    // happens before this thread's point (e.post is still its clock before
+    // this event) is known with all it knew: its clock is not joined.
     for (int h = a.rf;;) {
       const Event& H = events_[h];
       if (H.rel) {
-        b.sync.Join(H.post);
+        if (!Hb(h, e.post)) b.AddSync(H.post);
         if (H.sc) b.sc_src.push_back(h);
       }
       if (H.rel_fence >= 0) {
         const Event& F = events_[H.rel_fence];
-        b.sync.Join(F.post);
+        if (!Hb(H.rel_fence, e.post)) b.AddSync(F.post);
         if (F.sc) b.sc_src.push_back(H.rel_fence);
       }
       if (H.kind != Kind::kRmw) break;
       h = H.rf;
     }
-    if (e.acq) e.post.Join(b.sync);
+    if (e.acq && b.has_sync) e.post.Join(b.sync);
   }
 }
 
@@ -2138,7 +2152,7 @@ void Engine::Commit(unsigned t, const Built& b) {
   if (track_porf_) th.porf = e.porf;
   if (e.reads) {
     if (!e.acq) {
-      th.acq_pending.Join(b.sync);
+      if (b.has_sync) th.acq_pending.Join(b.sync);
       for (int s : b.sc_src) th.sc_pending.push_back(s);
     }
     if (th.continuing > 0) {
