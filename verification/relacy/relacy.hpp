@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -1271,6 +1272,116 @@ class recursive_mutex {
 namespace detail {
 inline bool Held(const mutex& m) { return m.Live() && m.owner_ >= 0; }
 inline bool Held(const recursive_mutex& m) { return Held(m.m_); }
+}  // namespace detail
+
+namespace detail {
+// A reader-writer lock's word, shared by pthread_rwlock_t (relacy_std.hpp)
+// and the Win32 SRW lock (windows.h): 0 free, -1 held exclusively, n > 0
+// held shared by n. Exclusive acquisition is an acquire CAS from 0, shared
+// acquisition an acquire increment of a count with no writer; a lock waits
+// with no event while the word is held the other way. Release is a
+// release store of 0 / a release decrement, so an exclusive holder
+// synchronizes-with every earlier holder (the shared holders' decrements
+// form a release sequence) and a shared holder with the earlier exclusive
+// ones. Readers are not kept out by a waiting writer (POSIX leaves the
+// preference open; Relacy's rwlock prefers the writer). Who holds it is
+// the checker's bookkeeping, for the ownership checks, which the callers
+// report in their own words.
+class RwWord {
+ public:
+  explicit RwWord(debug_info info) : state_(0, info) {}
+  // Free again, as an object set up anew (SRW's InitializeSRWLock).
+  void Reset(const debug_info& info) {
+    // Relaxed: the initialization, before any thread takes it.
+    state_.store(0, mo_relaxed, info);
+    writer_ = -1;
+    for (unsigned char& n : reads_) n = 0;
+  }
+  // How the calling thread's own holds conflict with a request: a second
+  // exclusive hold is a recursion, a shared request under its exclusive
+  // hold or an exclusive one under its shared hold an attempted upgrade
+  // (the thread would wait for itself). test_result_success if none.
+  test_result_e Conflict(bool exclusive) const {
+    if (HoldsExclusive())
+      return exclusive ? test_result_recursion_on_nonrecursive_mutex
+                       : test_result_mutex_write_to_read_upgrade;
+    if (exclusive && HoldsShared())
+      return test_result_mutex_read_to_write_upgrade;
+    return test_result_success;
+  }
+  // Waits until it can take it (callers check Conflict() first). False if
+  // the execution is being abandoned: then it was not taken.
+  bool Lock(bool exclusive, const debug_info& info) {
+    if (exclusive) {
+      // Pairs with: the release store / decrements of the holders before
+      // (Unlock).
+      if (!state_.await_compare_exchange(0, -1, mo_acquire, info)) return false;
+    } else {
+      // A count of shared holders with no writer (sign bit clear): add one.
+      // Pairs with: the release store of the last exclusive holder.
+      state_.await_fetch_add(1, std::numeric_limits<int>::min(), 0,
+                             /*equal=*/true, mo_acquire, info);
+      if (Abandoning()) return false;
+    }
+    Taken(exclusive);
+    return true;
+  }
+  // One attempt (callers check Conflict() first): false if it is held
+  // the other way, or exclusively by another thread. A shared CAS that
+  // fails because another shared holder came or went tries again.
+  bool TryLock(bool exclusive, const debug_info& info) {
+    int v = 0;  // the CAS reads the value (a relaxed read when it fails)
+    for (;;) {
+      // Pairs with: as Lock's.
+      if (state_.compare_exchange_strong(v, exclusive ? -1 : v + 1, mo_acquire,
+                                         mo_relaxed, info))
+        break;
+      if (exclusive || v < 0) return false;
+    }
+    Taken(exclusive);
+    return true;
+  }
+  // Releases the calling thread's hold of that kind; false (nothing done)
+  // if it has none. Callers report that inside a NoAbortScope (an unlock
+  // is often called from a destructor).
+  bool Unlock(bool exclusive, const debug_info& info) {
+    NoAbortScope no_abort;
+    if (exclusive ? !HoldsExclusive() : !HoldsShared()) return false;
+    if (exclusive) {
+      writer_ = -1;
+      // Pairs with: the acquire CAS / increment of the next holders.
+      state_.store(0, mo_release, info);
+    } else {
+      --reads_[Me()];
+      // Pairs with: the acquire CAS of the next exclusive holder (through
+      // the release sequence of the shared holders' decrements).
+      state_.fetch_sub(1, mo_release, info);
+    }
+    return true;
+  }
+  bool HoldsExclusive() const { return writer_ == static_cast<int>(Me()); }
+  bool HoldsShared() const { return reads_[Me()] != 0; }
+  bool Held() const {
+    if (writer_ >= 0) return true;
+    for (unsigned char n : reads_)
+      if (n != 0) return true;
+    return false;
+  }
+
+ private:
+  // Thread indices are below RL_MAX_THREADS <= 65 (main included).
+  static constexpr unsigned kSlots = 65;
+  static unsigned Me() { return ThreadIndex() % kSlots; }
+  void Taken(bool exclusive) {
+    if (exclusive)
+      writer_ = static_cast<int>(Me());
+    else
+      ++reads_[Me()];
+  }
+  atomic<int> state_;
+  int writer_ = -1;                   // the exclusive holder
+  unsigned char reads_[kSlots] = {};  // shared holds per thread (may nest)
+};
 }  // namespace detail
 
 // Condition variable. wait() registers the waiter, unlocks, and either

@@ -194,23 +194,16 @@ struct rl_pthread_cond_t {
   void* resource = nullptr;  // as rl_pthread_mutex_t::resource
 };
 
-// A reader-writer lock: state is -1 while a writer holds it, else the
-// number of readers. Taking it is an acquire CAS, dropping it a release
-// store (writer) or release decrement (reader), so a writer
-// synchronizes-with every earlier holder (the readers' decrements form a
-// release sequence) and a reader with the earlier writers. Who holds it is
-// the checker's bookkeeping, for the ownership checks.
+// A reader-writer lock: a detail::RwWord (its protocol and orders are
+// there; a reader's holds may nest, as POSIX allows).
 struct rl_pthread_rwlock_t {
   rl_pthread_rwlock_t(debug_info info = RL_CURRENT_INFO)  // NOLINT
-      : state(0, info) {}
+      : word(info) {}
   rl_pthread_rwlock_t(detail::StaticInit,  // NOLINT: ..._INITIALIZER
                       debug_info info = RL_CURRENT_INFO)
-      : state(0, info), static_init(true) {}
-  atomic<int> state;
+      : word(info), static_init(true) {}
+  detail::RwWord word;
   bool static_init = false;  // PTHREAD_RWLOCK_INITIALIZER
-  int writer = -1;
-  uint64_t readers = 0;  // a bit per thread holding read locks
-  unsigned char reads[64] = {};  // how many each holds (POSIX: may nest)
   void* resource = nullptr;  // as rl_pthread_mutex_t::resource
 };
 
@@ -464,7 +457,7 @@ inline int pthread_rwlock_destroy(rl::rl_pthread_rwlock_t* l,
                                   rl::debug_info info = RL_CURRENT_INFO) {
   rl::detail::ShimDestroy(l, rl::detail::ShimKind::kMutex, l->static_init,
                           info);
-  if (l->writer >= 0 || l->readers != 0)
+  if (l->word.Held())
     rl::detail::Fail(rl::test_result_destroying_owned_mutex,
                      "pthread_rwlock_destroy of a held lock", info);
   rl::detail::GiveResource(l->resource, info);
@@ -473,74 +466,26 @@ inline int pthread_rwlock_destroy(rl::rl_pthread_rwlock_t* l,
 
 namespace rl::detail {
 // False if the calling thread holds l in a way the request conflicts
-// with: a try fails, a lock (blocking) never ends (reported).
+// with: a try fails, a lock (blocking) never ends (reported, as Relacy
+// reports it).
 inline bool RwMayWait(rl_pthread_rwlock_t* l, bool write, bool blocking,
                       const debug_info& info) {
   UseRwlock(l, info);
-  const int me = static_cast<int>(ThreadIndex());
-  const bool reading = (l->readers & ThreadBit()) != 0;
-  if (l->writer == me || (write && reading)) {
-    // As Relacy reports them: a second write lock is a recursion, a read
-    // lock under one's write lock or a write lock under one's read lock an
-    // attempted upgrade (either way the thread would wait for itself).
-    if (blocking)
-      Fail(l->writer != me ? test_result_mutex_read_to_write_upgrade
-           : write         ? test_result_recursion_on_nonrecursive_mutex
-                           : test_result_mutex_write_to_read_upgrade,
-           "a thread waits for a pthread_rwlock_t it holds itself", info);
-    return false;
-  }
-  return true;
+  const test_result_e conflict = l->word.Conflict(write);
+  if (conflict == test_result_success) return true;
+  if (blocking)
+    Fail(conflict, "a thread waits for a pthread_rwlock_t it holds itself",
+         info);
+  return false;
 }
-// The holder's bookkeeping (the checker's, not the modelled program's).
-inline void RwTaken(rl_pthread_rwlock_t* l, bool write) {
-  if (write) {
-    l->writer = static_cast<int>(ThreadIndex());
-  } else {
-    l->readers |= ThreadBit();
-    const unsigned me = ThreadIndex();
-    if (me < 64) ++l->reads[me];
-  }
-}
-// One attempt to take it: false if it is held the other way (or by a
-// writer). A CAS that fails because another reader came or went retries.
-// blocking: a lock, not a try (taking it against oneself never ends).
-inline bool RwTryLock(rl_pthread_rwlock_t* l, bool write, bool blocking,
-                      const debug_info& info) {
-  if (!RwMayWait(l, write, blocking, info)) return false;
-  // Relaxed: only the CAS below, which reads the newest value, decides.
-  int v = l->state.load(mo_relaxed, info);
-  for (;;) {
-    if (write ? v != 0 : v < 0) return false;
-    // Pairs with: the release store / decrement in pthread_rwlock_unlock
-    // of the holders before.
-    if (l->state.compare_exchange_strong(v, write ? -1 : v + 1, mo_acquire,
-                                         mo_relaxed, info))
-      break;
-    if (write) return false;  // a reader came: held the other way now
-  }
-  RwTaken(l, write);
-  return true;
-}
-// Waits for the lock with no event while it is held the other way:
-// a writer's CAS from 0 only succeeds (as rl::mutex), a reader's look
-// only reads a count with no writer (sign bit clear). Unwinding: go on
-// without it.
 inline void RwLock(rl_pthread_rwlock_t* l, bool write,
                    const debug_info& info) {
-  if (!RwMayWait(l, write, /*blocking=*/true, info)) return;
-  if (write) {
-    // The holders before unlocked it (pthread_rwlock_unlock).
-    // Pairs with: their release store / decrement in pthread_rwlock_unlock.
-    if (!l->state.await_compare_exchange(0, -1, mo_acquire, info)) return;
-  } else {
-    // A count of readers with no writer (sign bit clear): add one.
-    const int sign = std::numeric_limits<int>::min();
-    // Pairs with: the release store / decrement in pthread_rwlock_unlock.
-    l->state.await_fetch_add(1, sign, 0, /*equal=*/true, mo_acquire, info);
-    if (Abandoning()) return;
-  }
-  RwTaken(l, write);
+  if (RwMayWait(l, write, /*blocking=*/true, info)) l->word.Lock(write, info);
+}
+inline bool RwTryLock(rl_pthread_rwlock_t* l, bool write,
+                      const debug_info& info) {
+  return RwMayWait(l, write, /*blocking=*/false, info) &&
+         l->word.TryLock(write, info);
 }
 }  // namespace rl::detail
 
@@ -556,35 +501,20 @@ inline int pthread_rwlock_wrlock(rl::rl_pthread_rwlock_t* l,
 }
 inline int pthread_rwlock_tryrdlock(rl::rl_pthread_rwlock_t* l,
                                     rl::debug_info info = RL_CURRENT_INFO) {
-  return rl::detail::RwTryLock(l, /*write=*/false, /*blocking=*/false, info)
-             ? 0
-             : EBUSY;
+  return rl::detail::RwTryLock(l, /*write=*/false, info) ? 0 : EBUSY;
 }
 inline int pthread_rwlock_trywrlock(rl::rl_pthread_rwlock_t* l,
                                     rl::debug_info info = RL_CURRENT_INFO) {
-  return rl::detail::RwTryLock(l, /*write=*/true, /*blocking=*/false, info)
-             ? 0
-             : EBUSY;
+  return rl::detail::RwTryLock(l, /*write=*/true, info) ? 0 : EBUSY;
 }
 inline int pthread_rwlock_unlock(rl::rl_pthread_rwlock_t* l,
                                  rl::debug_info info = RL_CURRENT_INFO) {
   rl::detail::UseRwlock(l, info);
-  rl::detail::NoAbortScope no_abort;
-  const int me = static_cast<int>(rl::detail::ThreadIndex());
-  if (l->writer == me) {
-    l->writer = -1;
-    // Pairs with: the acquire CAS of the next holder.
-    l->state.store(0, rl::mo_release, info);
-  } else if ((l->readers & rl::detail::ThreadBit()) != 0) {
-    if (me >= 64 || --l->reads[me] == 0) l->readers &= ~rl::detail::ThreadBit();
-    // Pairs with: the acquire CAS of the next writer (through the release
-    // sequence of the readers' decrements).
-    l->state.fetch_sub(1, rl::mo_release, info);
-  } else {
+  rl::detail::NoAbortScope no_abort;  // may be called from a destructor
+  if (!l->word.Unlock(l->word.HoldsExclusive(), info))
     rl::detail::Fail(rl::test_result_unlocking_mutex_wo_ownership,
                      "pthread_rwlock_unlock of a lock the thread does not hold",
                      info);
-  }
   return 0;
 }
 

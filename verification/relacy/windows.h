@@ -417,12 +417,9 @@ class semaphore : public win_waitable_object {
 // section is an rl::recursive_mutex (acquisition synchronizes-with the
 // previous release; DEADLOCK and UNLOCKING MUTEX W/O OWNERSHIP as for it).
 // An SRW lock (init with is_rw) is a reader-writer lock word, as a pthread
-// rwlock: 0 free, -1 held exclusively, n > 0 held shared by n; exclusive
-// acquisition is an acquire CAS from 0 that waits with no event while the
-// lock is held, shared acquisition an acquire increment that waits while
-// a writer holds it, release a release store of 0 / a release decrement.
-// So shared holders hold it together (two of them writing data under it
-// race), and a release of the other mode than the thread holds is
+// An SRW lock (is_rw) is a detail::RwWord (its protocol and orders are
+// there): shared holders hold it together (two of them writing data under
+// it race), a release of the other mode than the thread holds is
 // UNLOCKING MUTEX W/O OWNERSHIP, as in Relacy; an exclusive holder asking
 // again is RECURSION ON NON-RECURSIVE MUTEX, a shared holder asking
 // exclusive ATTEMPT TO UPGRADE ... (Relacy's results). Until 0.2.0 shared
@@ -434,7 +431,7 @@ class generic_mutex : public win_object {
   generic_mutex(debug_info info = RL_CURRENT_INFO)  // NOLINT
       : m_(detail::NoResource{}, info),
         rm_(detail::NoResource{}, info),
-        state_(0, info) {}
+        rw_word_(info) {}
   void init(bool is_rw, bool is_exclusive_recursive,
             bool /*is_shared_recursive*/, bool /*failing_try_lock*/,
             debug_info info = RL_CURRENT_INFO) {
@@ -444,10 +441,7 @@ class generic_mutex : public win_object {
     new (&rm_) recursive_mutex(detail::NoResource{}, info);
     recursive_ = is_exclusive_recursive;
     rw_ = is_rw;
-    // Relaxed: the initialization, before any thread takes it.
-    if (rw_) state_.store(0, mo_relaxed, info);
-    writer_ = -1;
-    for (unsigned char& n : reads_) n = 0;
+    if (rw_) rw_word_.Reset(info);
     TakeResource(info);
   }
   bool Life(detail::ShimKind* kind) const override {
@@ -506,99 +500,50 @@ class generic_mutex : public win_object {
   void lock(debug_info info = RL_CURRENT_INFO) { lock_exclusive(info); }
   void unlock(debug_info info = RL_CURRENT_INFO) { unlock_exclusive(info); }
   bool Owned() const override {
-    if (rw_) return writer_ >= 0 || HeldShared();
+    if (rw_) return rw_word_.Held();
     return recursive_ ? detail::Held(rm_) : detail::Held(m_);
   }
 
  private:
-  static constexpr unsigned kSlots = 64;
-  bool HeldShared() const {
-    for (unsigned char n : reads_)
-      if (n != 0) return true;
-    return false;
-  }
-  unsigned char& Reads() { return reads_[thread_index() % kSlots]; }
   // The ownership checks of an SRW acquisition; false if it must not wait.
   bool RwMayTake(bool exclusive, const debug_info& info) {
-    const int me = static_cast<int>(thread_index());
-    if (writer_ == me) {
-      if (exclusive)
-        detail::Fail(test_result_recursion_on_nonrecursive_mutex,
-                     "AcquireSRWLockExclusive by the thread holding it "
-                     "exclusively",
-                     info);
-      else
-        detail::Fail(test_result_mutex_write_to_read_upgrade,
-                     "AcquireSRWLockShared by the thread holding it "
-                     "exclusively",
-                     info);
-      return false;
-    }
-    if (exclusive && Reads() != 0) {
-      detail::Fail(test_result_mutex_read_to_write_upgrade,
-                   "AcquireSRWLockExclusive by a thread holding it shared",
-                   info);
-      return false;
-    }
-    return true;
+    const test_result_e conflict = rw_word_.Conflict(exclusive);
+    if (conflict == test_result_success) return true;
+    detail::Fail(conflict,
+                 conflict == test_result_recursion_on_nonrecursive_mutex
+                     ? "AcquireSRWLockExclusive by the thread holding it "
+                       "exclusively"
+                 : conflict == test_result_mutex_write_to_read_upgrade
+                     ? "AcquireSRWLockShared by the thread holding it "
+                       "exclusively"
+                     : "AcquireSRWLockExclusive by a thread holding it shared",
+                 info);
+    return false;
   }
   void RwLock(bool exclusive, const debug_info& info) {
-    if (!RwMayTake(exclusive, info)) return;
-    if (exclusive) {
-      // Pairs with: the release store / decrements of the holders before
-      // (RwUnlock). Waits, with no event, until the lock is free.
-      if (!state_.await_compare_exchange(0, -1, mo_acquire, info)) return;
-      writer_ = static_cast<int>(thread_index());
-      return;
-    }
-    // A count of shared holders with no writer (sign bit clear): add one.
-    // Pairs with: the release store of the last exclusive holder.
-    const int sign = INT_MIN;
-    state_.await_fetch_add(1, sign, 0, /*equal=*/true, mo_acquire, info);
-    if (detail::Abandoning()) return;
-    ++Reads();
+    if (RwMayTake(exclusive, info)) rw_word_.Lock(exclusive, info);
   }
   bool RwTryLockExclusive(const debug_info& info) {
-    if (writer_ == static_cast<int>(thread_index()) || Reads() != 0)
-      return false;  // not recursive: Win32's TryAcquire fails
-    int v = 0;
-    // Pairs with: as RwLock's CAS.
-    if (!state_.compare_exchange_strong(v, -1, mo_acquire, mo_relaxed, info))
-      return false;
-    writer_ = static_cast<int>(thread_index());
-    return true;
+    // Not recursive: Win32's TryAcquire fails.
+    return rw_word_.Conflict(/*exclusive=*/true) == test_result_success &&
+           rw_word_.TryLock(/*exclusive=*/true, info);
   }
   void RwUnlock(bool exclusive, const debug_info& info) {
-    detail::NoAbortScope no_abort;
-    if (exclusive ? writer_ != static_cast<int>(thread_index())
-                  : Reads() == 0) {
+    detail::NoAbortScope no_abort;  // may be called from a destructor
+    if (!rw_word_.Unlock(exclusive, info))
       detail::Fail(test_result_unlocking_mutex_wo_ownership,
                    exclusive ? "ReleaseSRWLockExclusive by a thread not "
                                "holding it exclusively"
                              : "ReleaseSRWLockShared by a thread not holding "
                                "it shared",
                    info);
-      return;
-    }
-    if (exclusive) {
-      writer_ = -1;
-      // Pairs with: the acquire CAS / increment of the next holders.
-      state_.store(0, mo_release, info);
-    } else {
-      --Reads();
-      // Pairs with: the acquire CAS of the next exclusive holder (through
-      // the release sequence of the shared holders' decrements).
-      state_.fetch_sub(1, mo_release, info);
-    }
   }
 
   mutex m_;
   recursive_mutex rm_;
   bool recursive_ = true;  // CRITICAL_SECTION's default
-  bool rw_ = false;        // an SRW lock: state_ below, not m_ / rm_
-  atomic<int> state_;      // SRW: 0 free, -1 exclusive, n shared holders
-  int writer_ = -1;        // SRW: the exclusive holder
-  unsigned char reads_[kSlots] = {};  // SRW: shared holds per thread
+  bool rw_ = false;        // an SRW lock: rw_word_, not m_ / rm_
+  detail::RwWord rw_word_;
   uint64_t acquisitions_ = 0;
 };
 
