@@ -504,6 +504,27 @@ TEST_CASE("livelock: a yielding spin that never ends is LIVELOCK") {
   VERDICT(rl::test_result_livelock, SpinYield);
 }
 
+// Thread 0 spins, holding the mutex, for a flag only it sets later;
+// thread 1 waits for the mutex. A spinning thread runs, so Relacy calls
+// it LIVELOCK (dvyukov/relacy 9f25438, full search; found by a side-by-
+// side run of generated programs). Until 0.2.0: DEADLOCK here, as a
+// thread waiting on a mutex made any stall one.
+struct SpinWhileOtherWaits : rl::test_suite<SpinWhileOtherWaits, 2> {
+  rl::atomic<int> flag{0};
+  rl::mutex m;
+  void thread(unsigned i) {
+    m.lock($);
+    if (i == 0) {
+      while (flag.load(rl::mo_acquire) == 0) rl::yield(1, $);
+    }
+    m.unlock($);
+    flag.store(1, rl::mo_release);
+  }
+};
+TEST_CASE("livelock: one thread spins while another waits: LIVELOCK") {
+  VERDICT(rl::test_result_livelock, SpinWhileOtherWaits);
+}
+
 // A spinner that bumps a counter in every iteration while it waits for a
 // flag the other thread sets: it ends under every fair schedule (Relacy:
 // SUCCESS). Before 0.2.0 the exhaustive search ran the spinner on its

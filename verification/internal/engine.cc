@@ -3578,18 +3578,17 @@ bool Engine::TimeOutAWait() {
 }
 
 bool Engine::AllBlocked() {
-  bool spinner = false, waiter = false;
+  bool spinner = false;
   for (unsigned t = 0; t < n_; ++t) {
     const ThreadState& th = threads_[t];
-    if (th.finished || !th.blocked) continue;
-    if (th.sync_wait)
-      waiter = true;
-    else
-      spinner = true;
+    if (!th.finished && th.blocked && !th.sync_wait) spinner = true;
   }
   if (!spinner || ++stalled_rounds_ > 2 * p_.spin_bound + 2) {
     failed_ = true;
-    if (waiter) {
+    // A thread that spins is running, as Relacy's scheduler sees it: with
+    // one, the run is a LIVELOCK even if others wait (Relacy's verdict);
+    // only threads that all wait make a DEADLOCK.
+    if (!spinner) {
       result_ = test_result_deadlock;
       fail_desc_ =
           "every unfinished thread waits and no thread can wake it (a "
