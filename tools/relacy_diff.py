@@ -67,6 +67,18 @@ class Generator:
             r = self.local(locals_)
             return ['int %s = a%d($).fetch_add(1, rl::memory_order_%s);' %
                     (r, a, rng.choice(MO_RMW)), '(void)%s;' % r]
+        if k < 0.67:
+            r = self.local(locals_)
+            op = rng.choice(['exchange(%d, ' % rng.randrange(1, 3),
+                             'fetch_sub(1, ', 'fetch_or(2, '])
+            return ['int %s = a%d($).%srl::memory_order_%s);' %
+                    (r, a, op, rng.choice(MO_RMW)), '(void)%s;' % r]
+        if k < 0.685:
+            # An increment by a weak CAS loop (may fail spuriously).
+            r = self.local(locals_)
+            return ['int %s = a%d($).load(rl::memory_order_relaxed);' % (r, a),
+                    'while (!a%d($).compare_exchange_weak(%s, %s + 1, '
+                    'rl::memory_order_%s)) {}' % (a, r, r, rng.choice(MO_RMW))]
         if k < 0.70:
             r = self.local(locals_)
             return ['int %s = %d;' % (r, rng.randrange(2)),
@@ -128,7 +140,15 @@ class Generator:
             lines.append('    if (index == %d) {' % t)
             lines += ['      ' + b for b in body]
             lines.append('    }')
-        lines += ['  }', '};']
+        lines.append('  }')
+        if rng.random() < 0.3:
+            # A check of the final state, after every thread ended.
+            what = rng.choice(['a0($).load(rl::memory_order_relaxed)',
+                               'a1($).load(rl::memory_order_relaxed)',
+                               'v0($)', 'v1($)'])
+            lines.append('  void after() { RL_ASSERT(%s != %d); }' %
+                         (what, rng.randrange(1, 4)))
+        lines.append('};')
         return '\n'.join(lines)
 
 
