@@ -1035,7 +1035,9 @@ class Engine {
   // by address (ShimInit).
   std::unordered_map<uintptr_t, bool> shim_life_;
   unsigned steps_ = 0;           // events and yields this execution
-  unsigned stalled_rounds_ = 0;  // all-blocked rounds without a write
+  // All-blocked rounds (spinners run on) since the last write: for the
+  // LIVELOCK's description.
+  unsigned stalled_rounds_ = 0;
   bool observing_ = false;       // invariant() between steps: no events
   // Trace only: rl::var accesses, each after the first N events.
   std::vector<std::pair<size_t, std::string>> var_trace_;
@@ -2204,8 +2206,11 @@ void Engine::AfterWrite(unsigned t, int loc) {
 
 void Engine::DepthExceeded() {
   Fail(test_result_livelock,
-       "execution depth limit exceeded: a loop that never ends (spin "
-       "without rl::yield, or a livelock)",
+       stalled_rounds_ > 0
+           ? "execution depth limit exceeded while every unfinished thread "
+             "spun or waited and nobody wrote (a livelock)"
+           : "execution depth limit exceeded: a loop that never ends (spin "
+             "without rl::yield, or a livelock)",
        events_.empty() ? debug_info() : events_.back().info);
 }
 
@@ -3578,33 +3583,41 @@ bool Engine::TimeOutAWait() {
 }
 
 bool Engine::AllBlocked() {
-  bool spinner = false;
+  bool spinner = false, waiter = false;
   for (unsigned t = 0; t < n_; ++t) {
     const ThreadState& th = threads_[t];
-    if (!th.finished && th.blocked && !th.sync_wait) spinner = true;
+    if (th.finished || !th.blocked) continue;
+    if (th.sync_wait)
+      waiter = true;
+    else
+      spinner = true;
   }
-  if (!spinner || ++stalled_rounds_ > 2 * p_.spin_bound + 2) {
+  auto stop = [this](test_result_e r, const char* desc) {
     failed_ = true;
-    // A thread that spins is running, as Relacy's scheduler sees it: with
-    // one, the run is a LIVELOCK even if others wait (Relacy's verdict);
-    // only threads that all wait make a DEADLOCK.
-    if (!spinner) {
-      result_ = test_result_deadlock;
-      fail_desc_ =
-          "every unfinished thread waits and no thread can wake it (a "
-          "deadlock, or a lost wake-up of a condition variable)";
-    } else {
-      result_ = test_result_livelock;
-      fail_desc_ = "all unfinished threads spin and nobody writes";
-    }
+    result_ = r;
+    fail_desc_ = desc;
     for (unsigned t = 0; t < n_; ++t)
       if (!threads_[t].finished && threads_[t].blocked)
         fail_info_ = threads_[t].op.info;
     return false;
-  }
-  // Nobody can write: a spin that ends by itself (a bounded retry, two
-  // yields in a row, a backoff) must be let run; one that never ends
-  // exhausts the rounds above and is a livelock.
+  };
+  if (!spinner)
+    return stop(test_result_deadlock,
+                "every unfinished thread waits and no thread can wake it (a "
+                "deadlock, or a lost wake-up of a condition variable)");
+  // Nobody can write, but a spinning thread runs, as Relacy's scheduler
+  // sees it: a spin may end by itself (a bounded retry, a backoff, a loop
+  // of yields), and then write or leave only waiters. So the spinners run
+  // on. With only spinners, 2 * spin_bound + 2 such rounds are a
+  // LIVELOCK. With threads waiting too, the spinners run on until they
+  // end (then only waiters: a DEADLOCK, as Relacy's test_deadlock2) or
+  // reach the execution depth limit, a LIVELOCK (DepthExceeded), as in
+  // Relacy; until 0.2.0 any waiting thread made it a DEADLOCK after the
+  // rounds.
+  ++stalled_rounds_;
+  if (!waiter && stalled_rounds_ > 2 * p_.spin_bound + 2)
+    return stop(test_result_livelock,
+                "all unfinished threads spin and nobody writes");
   for (unsigned t = 0; t < n_; ++t) {
     ThreadState& th = threads_[t];
     if (th.finished || !th.blocked || th.sync_wait) continue;

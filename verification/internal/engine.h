@@ -117,7 +117,8 @@ struct test_params {
   // how many further identical iterations a spinning thread runs when it
   // could also wait for another thread's write (so a loop that gives up
   // after a few tries reaches its slow path), and how many rounds every
-  // thread may spin with nobody writing before the run is a livelock.
+  // thread may spin with nobody writing before the run is a livelock
+  // (while other threads wait, spinners run on to the depth limit).
   unsigned spin_bound = 4;
   // compare_exchange_weak may fail spuriously (C++20 [atomics.types.
   // operations]); at most once in a row per thread and location.
