@@ -525,6 +525,32 @@ TEST_CASE("livelock: one thread spins while another waits: LIVELOCK") {
   VERDICT(rl::test_result_livelock, SpinWhileOtherWaits);
 }
 
+// Thread 1 yields 30 times, then sets the flag thread 0 spins for: a
+// finite loop, so no livelock (Relacy: SUCCESS). Until 0.2.0 the full
+// search said LIVELOCK: 2 * spin_bound + 2 rounds with nobody writing were
+// one; with a larger spin_bound a later execution replayed its prefix
+// misaligned (a scheduling decision that had found no action was not
+// recorded) and ran to the depth limit.
+struct LongYieldLoop : rl::test_suite<LongYieldLoop, 2> {
+  rl::atomic<int> flag{0};
+  void thread(unsigned i) {
+    if (i == 1) {
+      for (int k = 0; k < 30; ++k) rl::yield(1, $);
+      flag.store(1, rl::mo_release);
+    } else {
+      while (flag.load(rl::mo_acquire) == 0) rl::yield(1, $);
+    }
+  }
+};
+TEST_CASE("fairness: a loop of 30 yields before the awaited write") {
+  VERDICT(rl::test_result_success, LongYieldLoop);
+  rl::test_params p;
+  p.search_type = rl::sched_random;
+  p.iteration_count = 1000;
+  p.seed = 1;
+  CHECK(rl::simulate<LongYieldLoop>(p));
+}
+
 // A spinner that bumps a counter in every iteration while it waits for a
 // flag the other thread sets: it ends under every fair schedule (Relacy:
 // SUCCESS). Before 0.2.0 the exhaustive search ran the spinner on its

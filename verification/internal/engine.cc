@@ -346,8 +346,11 @@ class SplitMix64 {
   uint64_t state_ = 0;
 };
 
+// Action::tid of a recorded scheduling decision that found no action.
+constexpr int kNoAction = -2;
+
 struct Action {
-  int tid = -1;  // -1: a rl::rand value
+  int tid = -1;  // -1: a rl::rand value; kNoAction (above)
   int rf = -1;   // for reads
   int pos = -1;  // mo insertion index for plain stores
   bool cas_ok = false;
@@ -697,10 +700,12 @@ class Engine {
   bool Decide(DecideKind kind, unsigned rand_limit, Action* out) {
     if (mode_ == Mode::kDfs && pos_ < stack_.size()) {
       const Choice& c = stack_[pos_];
-      // A scheduling decision that found no action recorded nothing; the
-      // timeout decision made next (TimeOutAWait, a value: tid -1) is
-      // then recorded here, and this decision fails again on replay.
-      if (kind == DecideKind::kSched && c.opts[c.cur].tid < 0) return false;
+      // A scheduling decision that found no action (recorded as kNoAction
+      // by DecideNew) fails again here.
+      if (kind == DecideKind::kSched && c.opts[c.cur].tid == kNoAction) {
+        ++pos_;
+        return false;
+      }
       if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
       ++pos_;
       *out = c.opts[c.cur];
@@ -2807,7 +2812,20 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
       opts.push_back(a);
     }
   }
-  if (opts.empty()) return false;
+  // The exhaustive search records a scheduling decision that finds no
+  // action too (one option, kNoAction): the scheduler then releases
+  // spinners, times a wait out or ends the run, and a later execution
+  // replaying this prefix must fail the decision at the same point (see
+  // Decide) instead of taking the next decision's recorded action.
+  const bool failed = opts.empty();
+  if (failed && (mode_ != Mode::kDfs || kind != DecideKind::kSched))
+    return false;
+  if (failed) {
+    Action none;
+    none.tid = kNoAction;
+    opts.push_back(none);
+    segs.clear();
+  }
   size_t idx = 0;
   if (mode_ == Mode::kDfs) {
     if (choice_pool_.empty()) {
@@ -2822,14 +2840,15 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
     }
     Choice& c = stack_.back();
     c.opts.swap(opts);  // opts gets the pooled (empty) vector back
-    if (kind == DecideKind::kSched && p_.lazy_deferral) {
+    if (kind == DecideKind::kSched && p_.lazy_deferral && !failed) {
       c.seg_end.swap(segs);
       c.Enable(1);
     }
-    if (kind == DecideKind::kSched) last_choice_ = static_cast<int>(pos_);
+    if (kind == DecideKind::kSched && !failed)
+      last_choice_ = static_cast<int>(pos_);
     ++pos_;
     *out = c.opts[0];
-    return true;
+    return !failed;
   }
   lazy_probe_ = false;
   bool sched = kind != DecideKind::kRand;
@@ -3583,41 +3602,32 @@ bool Engine::TimeOutAWait() {
 }
 
 bool Engine::AllBlocked() {
-  bool spinner = false, waiter = false;
+  bool spinner = false;
   for (unsigned t = 0; t < n_; ++t) {
     const ThreadState& th = threads_[t];
-    if (th.finished || !th.blocked) continue;
-    if (th.sync_wait)
-      waiter = true;
-    else
-      spinner = true;
+    if (!th.finished && th.blocked && !th.sync_wait) spinner = true;
   }
-  auto stop = [this](test_result_e r, const char* desc) {
+  if (!spinner) {
     failed_ = true;
-    result_ = r;
-    fail_desc_ = desc;
+    result_ = test_result_deadlock;
+    fail_desc_ =
+        "every unfinished thread waits and no thread can wake it (a "
+        "deadlock, or a lost wake-up of a condition variable)";
     for (unsigned t = 0; t < n_; ++t)
       if (!threads_[t].finished && threads_[t].blocked)
         fail_info_ = threads_[t].op.info;
     return false;
-  };
-  if (!spinner)
-    return stop(test_result_deadlock,
-                "every unfinished thread waits and no thread can wake it (a "
-                "deadlock, or a lost wake-up of a condition variable)");
+  }
   // Nobody can write, but a spinning thread runs, as Relacy's scheduler
   // sees it: a spin may end by itself (a bounded retry, a backoff, a loop
-  // of yields), and then write or leave only waiters. So the spinners run
-  // on. With only spinners, 2 * spin_bound + 2 such rounds are a
-  // LIVELOCK. With threads waiting too, the spinners run on until they
-  // end (then only waiters: a DEADLOCK, as Relacy's test_deadlock2) or
-  // reach the execution depth limit, a LIVELOCK (DepthExceeded), as in
-  // Relacy; until 0.2.0 any waiting thread made it a DEADLOCK after the
-  // rounds.
+  // of yields), and then write, or leave only waiters (a DEADLOCK, as
+  // Relacy's test_deadlock2). So the spinners run on; one that never ends
+  // reaches the execution depth limit, a LIVELOCK (DepthExceeded), as in
+  // Relacy, also while other threads wait. Until 0.2.0, 2 * spin_bound + 2
+  // such rounds were a LIVELOCK, or a DEADLOCK if a thread waited: a loop
+  // of 30 yields before the write another thread spun for was a false
+  // LIVELOCK, a spin while another thread waited a DEADLOCK.
   ++stalled_rounds_;
-  if (!waiter && stalled_rounds_ > 2 * p_.spin_bound + 2)
-    return stop(test_result_livelock,
-                "all unfinished threads spin and nobody writes");
   for (unsigned t = 0; t < n_; ++t) {
     ThreadState& th = threads_[t];
     if (th.finished || !th.blocked || th.sync_wait) continue;

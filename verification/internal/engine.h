@@ -116,9 +116,8 @@ struct test_params {
   // Spin handling (see docs/verification.md, "Spin loops and fairness"):
   // how many further identical iterations a spinning thread runs when it
   // could also wait for another thread's write (so a loop that gives up
-  // after a few tries reaches its slow path), and how many rounds every
-  // thread may spin with nobody writing before the run is a livelock
-  // (while other threads wait, spinners run on to the depth limit).
+  // after a few tries reaches its slow path). Spinners that nobody's
+  // write can end run on to the execution depth limit (a livelock).
   unsigned spin_bound = 4;
   // compare_exchange_weak may fail spuriously (C++20 [atomics.types.
   // operations]); at most once in a row per thread and location.
