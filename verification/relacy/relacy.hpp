@@ -1183,6 +1183,8 @@ class mutex {
   }
   bool try_lock(debug_info info = RL_CURRENT_INFO) {
     int expected = 0;
+    // Pairs with: the release store of unlock(). Relaxed on failure: a
+    // failed try takes nothing, so it orders nothing.
     if (!state_.compare_exchange_strong(expected, 1, mo_acquire, mo_relaxed,
                                         info))
       return false;
@@ -1196,6 +1198,8 @@ class mutex {
       detail::Fail(test_result_unlocking_mutex_wo_ownership,
                    "unlock of a mutex the thread does not hold", info);
     owner_ = -1;
+    // Pairs with: the acquire CAS of the next lock(), timed_lock() or
+    // try_lock().
     state_.store(0, mo_release, info);
   }
   // Relacy's spellings.
@@ -1330,9 +1334,10 @@ class RwWord {
   // the other way, or exclusively by another thread. A shared CAS that
   // fails because another shared holder came or went tries again.
   bool TryLock(bool exclusive, const debug_info& info) {
-    int v = 0;  // the CAS reads the value (a relaxed read when it fails)
+    int v = 0;  // the CAS reads the value when it fails
     for (;;) {
-      // Pairs with: as Lock's.
+      // Pairs with: as Lock's. Relaxed on failure: a failed try takes
+      // nothing, so it orders nothing.
       if (state_.compare_exchange_strong(v, exclusive ? -1 : v + 1, mo_acquire,
                                          mo_relaxed, info))
         break;

@@ -548,7 +548,8 @@ inline int sem_destroy(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
 }
 inline int sem_post(rl::rl_sem_t* s, rl::debug_info info = RL_CURRENT_INFO) {
   rl::detail::UseSem(s, info);
-  // Pairs with: the acquire CAS in sem_wait/sem_trywait that takes it.
+  // Pairs with: the acquire CAS in sem_wait/sem_trywait that takes it,
+  // and the acquire load of a sem_wait that a signal interrupts.
   s->count.fetch_add(1, rl::mo_release, info);
   return 0;
 }
