@@ -162,6 +162,32 @@ inline unsigned rand(unsigned limit, debug_info info = RL_CURRENT_INFO) {
 
 inline thread_id_t thread_index() { return detail::ThreadIndex(); }
 
+namespace detail {
+// Thread t's bit in a set of threads (0 past 64 threads).
+inline uint64_t ThreadBit(unsigned t) { return t < 64 ? uint64_t{1} << t : 0; }
+// The calling thread's.
+inline uint64_t ThreadBit() { return ThreadBit(ThreadIndex()); }
+// Whether the calling thread's wait ends early now, with no wake (a
+// spurious wake-up, EINTR from a signal, a deadline passed at once): a
+// decision the search explores, unless `last` (a bit per thread whose last
+// such wait ended early) says its last one did, so a retry loop ends.
+inline bool MayEndEarly(uint64_t last, const debug_info& info) {
+  return (last & ThreadBit()) == 0 && rand(2, info) == 1;
+}
+inline void SetEndedEarly(uint64_t* last, bool ended_early) {
+  if (ended_early)
+    *last |= ThreadBit();
+  else
+    *last &= ~ThreadBit();
+}
+// MayEndEarly, with the answer recorded in *last.
+inline bool EndsEarly(uint64_t* last, const debug_info& info) {
+  const bool early = MayEndEarly(*last, info);
+  SetEndedEarly(last, early);
+  return early;
+}
+}  // namespace detail
+
 // Relacy's execution context as its programs use it: rl::ctx() names the
 // running thread (ctx().threadx_->index_) and takes user history events
 // (RL_HIST_IMPL(rl::ctx(), $, Event) {...} RL_HIST_END(), RL_LOG(text)).
@@ -1217,7 +1243,6 @@ class mutex {
  private:
   friend bool detail::Held(const mutex& m);
   bool Live() const { return gen_ != 0 && gen_ == detail::Generation(); }
-
   uint64_t gen_ = detail::Generation();  // first: token_ tests it
   atomic<int> state_;
   void* token_;  // the resource token (nullptr outside an execution)

@@ -256,14 +256,9 @@ inline void GiveResource(void*& held, const debug_info& info) {
   HeapFree(held, kHeapResource, info);
   held = nullptr;
 }
-// The calling thread's bit in a set of threads (0 past 64 threads).
-inline uint64_t ThreadBit() {
-  const unsigned me = ThreadIndex();
-  return me < 64 ? uint64_t{1} << me : 0;
-}
 // Threads whose last wait of a kind ended early, with no wake (EINTR from
-// a signal, a deadline passed at once), a bit per thread: the next wait of
-// that kind does not, so a retry loop ends. Reset by every execution.
+// a signal, a deadline passed at once), a bit per thread (MayEndEarly).
+// Reset by every execution.
 struct EndedEarly {
   uint64_t futex = 0, sem = 0, timedlock = 0;
   uint64_t gen = 0;
@@ -272,17 +267,6 @@ inline EndedEarly& EarlyEnds() {
   static EndedEarly w;
   if (w.gen != Generation()) w = EndedEarly{0, 0, 0, Generation()};
   return w;
-}
-// Whether the calling thread's wait ends early now: a decision the search
-// explores, unless its last wait of this kind did.
-inline bool MayEndEarly(uint64_t bits, const debug_info& info) {
-  return (bits & ThreadBit()) == 0 && rand(2, info) == 1;
-}
-inline void SetEndedEarly(uint64_t* bits, bool ended_early) {
-  if (ended_early)
-    *bits |= ThreadBit();
-  else
-    *bits &= ~ThreadBit();
 }
 }  // namespace detail
 
@@ -341,12 +325,8 @@ inline int pthread_mutex_timedlock(rl::rl_pthread_mutex_t* m,
                                    rl::debug_info info = RL_CURRENT_INFO) {
   if (pthread_mutex_trylock(m, info) == 0) return 0;
   if (!m->recursive) m->m.CheckRecursion(info);
-  uint64_t& early = rl::detail::EarlyEnds().timedlock;
-  if (rl::detail::MayEndEarly(early, info)) {
-    rl::detail::SetEndedEarly(&early, true);
+  if (rl::detail::EndsEarly(&rl::detail::EarlyEnds().timedlock, info))
     return ETIMEDOUT;
-  }
-  rl::detail::SetEndedEarly(&early, false);
   bool ok = m->recursive ? m->rm.timed_lock(info) : m->m.timed_lock(info);
   return ok ? 0 : ETIMEDOUT;
 }
@@ -418,19 +398,16 @@ inline int CondWait(rl_pthread_cond_t* c, rl_pthread_mutex_t* m, bool timed,
     c->gen = Generation();
     c->spurious = 0;
   }
-  const uint64_t bit = ThreadBit();
   c->waiters.Register(info);  // still under the mutex (see the struct)
   pthread_mutex_unlock(m, info);
   int result = 0;
-  if ((c->spurious & bit) == 0 && rand(2, info) == 1) {
+  if (EndsEarly(&c->spurious, info)) {
     // A spurious wake-up, or for a timed wait the deadline passing at
     // once (explored; not twice in a row for a thread, so a predicate
     // loop ends). A signal that picked the thread meanwhile is consumed
     // all the same.
     if (c->waiters.Leave(info) && timed) result = ETIMEDOUT;
-    c->spurious |= bit;
   } else {
-    c->spurious &= ~bit;
     // Relaxed: the mutex orders the data. A timed sleep no signal ends
     // times out once every thread waits (AwaitCond::timed), and leaves
     // the queue (unless a signal picked it meanwhile: then it was woken).

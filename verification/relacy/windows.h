@@ -116,8 +116,6 @@ void ReinitAtomic(atomic<T>* a, T v, debug_info info) {
   new (a) atomic<T>(v, info);
 }
 
-inline uint64_t ThreadBit(unsigned t) { return t < 64 ? uint64_t{1} << t : 0; }
-
 // Dispatcher state of one waitable object. Win32 changes its kernel
 // objects' state under a lock, so WaitForMultipleObjects sees all its
 // objects at one instant and wait-all takes them all at once. Here each
@@ -416,12 +414,11 @@ class semaphore : public win_waitable_object {
 // Mutex under Win32's names for CRITICAL_SECTION and SRWLOCK. A critical
 // section is an rl::recursive_mutex (acquisition synchronizes-with the
 // previous release; DEADLOCK and UNLOCKING MUTEX W/O OWNERSHIP as for it).
-// An SRW lock (init with is_rw) is a reader-writer lock word, as a pthread
-// An SRW lock (is_rw) is a detail::RwWord (its protocol and orders are
-// there): shared holders hold it together (two of them writing data under
-// it race), a release of the other mode than the thread holds is
-// UNLOCKING MUTEX W/O OWNERSHIP, as in Relacy; an exclusive holder asking
-// again is RECURSION ON NON-RECURSIVE MUTEX, a shared holder asking
+// An SRW lock (init with is_rw) is a detail::RwWord, as a pthread rwlock
+// (its protocol and orders are there): shared holders hold it together (two of
+// them writing data under it race), a release of the other mode than the thread
+// holds is UNLOCKING MUTEX W/O OWNERSHIP, as in Relacy; an exclusive holder
+// asking again is RECURSION ON NON-RECURSIVE MUTEX, a shared holder asking
 // exclusive ATTEMPT TO UPGRADE ... (Relacy's results). Until 0.2.0 shared
 // locking was exclusive here. Not waitable (neither is a critical section
 // in Win32); a CreateMutex handle is win_mutex, below.
@@ -881,11 +878,7 @@ inline long WaitObjects(unsigned long n, win_waitable_object* const* h,
     // sleeps as an untimed one does until a ring, timing out instead of
     // a DEADLOCK once every thread waits (atomic::timed_await_change).
     // Relaxed as above.
-    Doorbells& d = Bells();
-    const uint64_t bit = ThreadBit(me);
-    bool expired = (d.expired_at_once & bit) == 0 && rand(2, info) == 1;
-    d.expired_at_once =
-        expired ? d.expired_at_once | bit : d.expired_at_once & ~bit;
+    bool expired = EndsEarly(&Bells().expired_at_once, info);
     uint64_t now = 0;
     if (!expired) {
       expired = !bell->timed_await_change(rung, mo_relaxed, &now, info);
@@ -1312,9 +1305,7 @@ inline int rl_SleepConditionVariable(rl_CONDITION_VARIABLE* cv, Lock* l,
     cv->gen = detail::Generation();
     cv->spurious = 0;
   }
-  const bool spurious = (cv->spurious & me) == 0 && rand(2, info) == 1;
-  cv->spurious = spurious ? cv->spurious | me : cv->spurious & ~me;
-  if (spurious) {
+  if (detail::EndsEarly(&cv->spurious, info)) {
     // Returns without being woken (Win32 allows it); with a finite
     // timeout, as timed out (at once: the same predicate re-check).
     detail::ReleaseUserLock(l, shared, info);
