@@ -1040,9 +1040,9 @@ class Engine {
   // by address (ShimInit).
   std::unordered_map<uintptr_t, bool> shim_life_;
   unsigned steps_ = 0;           // events and yields this execution
-  // All-blocked rounds (spinners run on) since the last write: for the
-  // LIVELOCK's description.
-  unsigned stalled_rounds_ = 0;
+  // Every unfinished thread was blocked (the spinners ran on) since the
+  // last write or timeout: for the LIVELOCK's description.
+  bool stalled_ = false;
   bool observing_ = false;       // invariant() between steps: no events
   // Trace only: rl::var accesses, each after the first N events.
   std::vector<std::pair<size_t, std::string>> var_trace_;
@@ -2193,7 +2193,7 @@ void Engine::Commit(unsigned t, const Built& b) {
 void Engine::AfterWrite(unsigned t, int loc) {
   threads_[t].iter_wrote = true;
   threads_[t].continuing = 0;
-  stalled_rounds_ = 0;
+  stalled_ = false;
   for (unsigned i = 0; i < n_; ++i) {
     ThreadState& th = threads_[i];
     th.released = false;
@@ -2211,7 +2211,7 @@ void Engine::AfterWrite(unsigned t, int loc) {
 
 void Engine::DepthExceeded() {
   Fail(test_result_livelock,
-       stalled_rounds_ > 0
+       stalled_
            ? "execution depth limit exceeded while every unfinished thread "
              "spun or waited and nobody wrote (a livelock)"
            : "execution depth limit exceeded: a loop that never ends (spin "
@@ -3597,7 +3597,7 @@ bool Engine::TimeOutAWait() {
   th.constraint = 0;
   th.result = 0;
   th.timed_out = true;
-  stalled_rounds_ = 0;
+  stalled_ = false;
   return true;
 }
 
@@ -3627,7 +3627,7 @@ bool Engine::AllBlocked() {
   // such rounds were a LIVELOCK, or a DEADLOCK if a thread waited: a loop
   // of 30 yields before the write another thread spun for was a false
   // LIVELOCK, a spin while another thread waited a DEADLOCK.
-  ++stalled_rounds_;
+  stalled_ = true;
   for (unsigned t = 0; t < n_; ++t) {
     ThreadState& th = threads_[t];
     if (th.finished || !th.blocked || th.sync_wait) continue;
@@ -4079,7 +4079,7 @@ void Engine::ResetExecution() {
   skips_ = 0;
   n_spawned_ = 0;
   steps_ = 0;
-  stalled_rounds_ = 0;
+  stalled_ = false;
   observing_ = false;
   var_trace_.clear();
   pos_ = 0;
