@@ -126,18 +126,25 @@ class Generator:
                     (rng.choice(locals_), rng.randrange(1, 3))]
         return ['v%d($) = 1;' % a]
 
+    # Members beyond the atomics and vars, their set-up in before() and
+    # their ends in after(): the dialect's objects.
+    MEMBERS = ['rl::condition_variable cv;']
+    SETUP = []
+    TEARDOWN = []
+
     def program(self, idx):
         rng = self.rng
         n_threads = rng.choice([2, 2, 2, 3])
         n_mutex = rng.choice([0, 1, 2])
         lines = ['struct P%d : rl::test_suite<P%d, %d> {' %
                  (idx, idx, n_threads),
-                 '  rl::atomic<int> a0, a1;', '  rl::var<int> v0, v1, w;',
-                 '  rl::condition_variable cv;']
+                 '  rl::atomic<int> a0, a1;', '  rl::var<int> v0, v1, w;']
+        lines += ['  ' + m for m in self.MEMBERS]
         lines += ['  rl::mutex m%d;' % m for m in range(n_mutex)]
         lines += ['  void before() {',
-                  '    a0($) = 0; a1($) = 0; v0($) = 0; v1($) = 0; w($) = 0;',
-                  '  }', '  void thread(unsigned index) {']
+                  '    a0($) = 0; a1($) = 0; v0($) = 0; v1($) = 0; w($) = 0;']
+        lines += ['    ' + x for x in self.SETUP]
+        lines += ['  }', '  void thread(unsigned index) {']
         for t in range(n_threads):
             locals_ = []
             body = []
@@ -147,13 +154,15 @@ class Generator:
             lines += ['      ' + b for b in body]
             lines.append('    }')
         lines.append('  }')
+        end = list(self.TEARDOWN)
         if rng.random() < 0.3:
             # A check of the final state, after every thread ended.
             what = rng.choice(['a0($).load(rl::memory_order_relaxed)',
                                'a1($).load(rl::memory_order_relaxed)',
                                'v0($)', 'v1($)'])
-            lines.append('  void after() { RL_ASSERT(%s != %d); }' %
-                         (what, rng.randrange(1, 4)))
+            end.insert(0, 'RL_ASSERT(%s != %d);' % (what, rng.randrange(1, 4)))
+        if end:
+            lines += ['  void after() {'] + ['    ' + x for x in end] + ['  }']
         lines.append('};')
         return '\n'.join(lines)
 
@@ -161,6 +170,13 @@ class Generator:
 class PosixGenerator(Generator):
     """The relacy_std.hpp dialect: std::atomic and the POSIX shims
     (pthread mutex, reader-writer lock and condition variable, sem_t)."""
+
+    MEMBERS = ['pthread_mutex_t pm;', 'pthread_cond_t pc;',
+               'pthread_rwlock_t rw;', 'sem_t s;']
+    SETUP = ['pthread_mutex_init(&pm, 0);', 'pthread_cond_init(&pc, 0);',
+             'pthread_rwlock_init(&rw, 0);', 'sem_init(&s, 0, 0);']
+    TEARDOWN = ['pthread_mutex_destroy(&pm);', 'pthread_cond_destroy(&pc);',
+                'pthread_rwlock_destroy(&rw);', 'sem_destroy(&s);']
 
     def statement(self, depth, locals_, held, n_mutex):
         rng = self.rng
@@ -203,29 +219,6 @@ class PosixGenerator(Generator):
                     rng.choice(['signal', 'broadcast']),
                     'pthread_mutex_unlock(&pm);']
         return ['v0($) = 1;']
-
-    def program(self, idx):
-        text = Generator.program(self, idx)
-        # The shared members and set-up, then the POSIX objects.
-        text = text.replace(
-            '  rl::condition_variable cv;\n',
-            '  pthread_mutex_t pm;\n  pthread_cond_t pc;\n'
-            '  pthread_rwlock_t rw;\n  sem_t s;\n')
-        text = text.replace(
-            'w($) = 0;\n  }',
-            'w($) = 0;\n    pthread_mutex_init(&pm, 0);\n'
-            '    pthread_cond_init(&pc, 0);\n    pthread_rwlock_init(&rw, 0);\n'
-            '    sem_init(&s, 0, 0);\n  }')
-        # after(): the final check, if any, then the objects' ends.
-        check = ''
-        if '  void after() { ' in text:
-            text = text.replace('  void after() { ', '  void check() { ')
-            check = '    check();\n'
-        return text.replace(
-            '\n};', '\n  void after() {\n' + check +
-            '    pthread_mutex_destroy(&pm);\n    pthread_cond_destroy(&pc);\n'
-            '    pthread_rwlock_destroy(&rw);\n    sem_destroy(&s);\n  }\n};')
-
 
 def source(n, seed, posix):
     rng = random.Random(seed)
