@@ -711,6 +711,10 @@ class Engine {
       *out = c.opts[c.cur];
       return true;
     }
+    // A sampled run's scheduling decision (every step of a random run):
+    // straight to its draw, without DecideNew()'s listing set-up.
+    if (thread_first_ && kind == DecideKind::kSched)
+      return DrawThreadFirst(out);
     return DecideNew(kind, rand_limit, out);
   }
   bool DecideNew(DecideKind kind, unsigned rand_limit, Action* out);
@@ -770,6 +774,7 @@ class Engine {
   }
   void RunningOnActions(unsigned t, std::vector<Action>* out);
   void RunningOnOrAll(unsigned t, std::vector<Action>* out);
+  void ListUnprobed(unsigned t, std::vector<Action>* out);
   void AlternativesForTrace(const Action& taken);
   // Thread t's event for action a, at the end of events_ and in the graph:
   // the probe ScAllows() kept (kept_probe_), else built and pushed now.
@@ -2796,11 +2801,6 @@ bool Engine::DecideNew(DecideKind kind, unsigned rand_limit, Action* out) {
   // without it if the SC order forbids it: the same distribution as
   // drawing among the SC-consistent actions, without probing them all.
   lazy_probe_ = lazy_sampling_;
-  if (thread_first_ && kind == DecideKind::kSched) {
-    bool ok = DrawThreadFirst(out);
-    lazy_probe_ = false;
-    return ok;
-  }
   if (kind == DecideKind::kSched) {
     EnumSched(&opts, &segs);
   } else if (kind == DecideKind::kMain) {
@@ -2992,8 +2992,7 @@ bool Engine::DrawThreadFirst(Action* out) {
   if (mode_ != Mode::kRandom) {  // replay
     if (count == 0) return false;
     const unsigned t = nth_thread(schedulable, TakeReplayed(count));
-    opts.clear();
-    RunningOnOrAll(t, &opts);
+    ListUnprobed(t, &opts);
     if (opts.empty()) return false;
     *out = opts[TakeReplayed(opts.size())];
     AlternativesForTrace(*out);
@@ -3025,12 +3024,10 @@ bool Engine::DrawThreadFirst(Action* out) {
         *out = a;
         return true;
       }
-      opts.clear();
-      ActionsFor(t, &opts);
+      ListUnprobed(t, &opts);
       drawn = DrawAllowed(&i, j);
     } else {
-      opts.clear();
-      RunningOnOrAll(t, &opts);
+      ListUnprobed(t, &opts);
       drawn = DrawAllowed(&i);
     }
     if (drawn) {
@@ -3050,6 +3047,15 @@ void Engine::RunningOnOrAll(unsigned t, std::vector<Action>* out) {
     RunningOnActions(t, out);
   else
     ActionsFor(t, out);
+}
+
+// Thread t's actions (RunningOnOrAll), into *out emptied first, without
+// the SC probe: a sampled decision probes only the action it draws.
+void Engine::ListUnprobed(unsigned t, std::vector<Action>* out) {
+  out->clear();
+  lazy_probe_ = true;
+  RunningOnOrAll(t, out);
+  lazy_probe_ = false;
 }
 
 __attribute__((always_inline)) inline void Engine::PlaceEvent(unsigned t,
