@@ -534,7 +534,6 @@ struct FrameMemo {
 class Engine;
 [[noreturn]] void FinishThread(Engine* e, unsigned t);
 Engine* g_engine = nullptr;
-uint64_t g_generation = 0;
 uint64_t g_next_generation = 1;
 
 class Engine {
@@ -565,6 +564,7 @@ class Engine {
   bool TimedOut() const { return threads_[cur_].timed_out; }
   void ClearTimedOut() { threads_[cur_].timed_out = false; }
   uint64_t Op();
+  void MainOp();
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read, bool timed);
   bool ForeignReadsRepeat(const ThreadState& th) const;
@@ -2160,7 +2160,12 @@ void Engine::Commit(unsigned t, const Built& b) {
     Discover(e, th.porf);
   }
   th.idx = e.idx;
-  th.clock = e.post;
+  // e.post is th.clock ticked (Stamp), joined with b.sync only if the
+  // event acquired: otherwise the tick alone, without a clock copy.
+  if (e.acq && b.has_sync)
+    th.clock = e.post;
+  else
+    th.clock.set(t, e.idx);
   if (track_porf_) th.porf = e.porf;
   if (e.reads) {
     if (!e.acq) {
@@ -3207,27 +3212,33 @@ uint64_t Engine::Op() {
   if (in_thread_) {
     if (!StepInThread()) SwitchToScheduler();
   } else {
-    // Main context (constructor, before, after): decide inline; most
-    // operations here have one coherent action and decide nothing.
-    Action a;
-    if (!MainOnlyAction(op, &a) && !Decide(DecideKind::kMain, 0, &a))
-      Prune();
-    if (op.await && !AwaitReadable(op, events_[a.rf])) {
-      Fail(test_result_deadlock,
-           "a wait outside a thread (constructor, before(), after()) that "
-           "the current value does not end can never end",
-           op.info);
-      throw AbortExecution();
-    }
-    th.pending = false;
-    Built& b = built_;
-    PlaceEvent(n_, a, b);
-    Commit(n_, b);
-    th.result = events_.back().reads ? events_.back().rval : 0;
-    th.cas_ok = events_.back().kind == Kind::kRmw;
-    if (failed_) throw AbortExecution();
+    MainOp();
   }
   return th.result;
+}
+
+// Op() in the main context (constructor, before, after): decided inline;
+// most operations here have one coherent action and decide nothing. Out of
+// line: a test thread's operation, the common case, keeps a smaller frame.
+__attribute__((noinline)) void Engine::MainOp() {
+  ThreadState& th = threads_[cur_];
+  const Pending& op = th.op;
+  Action a;
+  if (!MainOnlyAction(op, &a) && !Decide(DecideKind::kMain, 0, &a)) Prune();
+  if (op.await && !AwaitReadable(op, events_[a.rf])) {
+    Fail(test_result_deadlock,
+         "a wait outside a thread (constructor, before(), after()) that "
+         "the current value does not end can never end",
+         op.info);
+    throw AbortExecution();
+  }
+  th.pending = false;
+  Built& b = built_;
+  PlaceEvent(n_, a, b);
+  Commit(n_, b);
+  th.result = events_.back().reads ? events_.back().rval : 0;
+  th.cas_ok = events_.back().kind == Kind::kRmw;
+  if (failed_) throw AbortExecution();
 }
 
 // The main thread runs only while no test thread runs (MainOutsideThreads):
@@ -3303,7 +3314,8 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
   if (mo == mo_relaxed) return;
   Built& b = built_;
   const Event& e = NewFence(cur_, mo, info, b);
-  Push(b);
+  // A fence names no location: Push() would only add it to the SC graph.
+  if (TouchesScGraph(e)) Push(b);
   AdvanceThread(cur_, e);
   CheckDepth();
   if (failed_) {
@@ -4428,7 +4440,7 @@ test_result_e Engine::Run(test_result_e expected) {
 
 // ---------------------------------------------------------------- C API
 
-uint64_t Generation() { return g_generation; }
+uint64_t g_generation = 0;
 
 int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
               const void* addr, size_t size) {

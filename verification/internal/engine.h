@@ -165,7 +165,9 @@ struct AbortExecution {};
 
 // Serial of the running execution, 0 when none runs. Objects remember it
 // so objects from outside an execution fall back to plain behaviour.
-uint64_t Generation();
+// Inline: every rl::atomic and rl::var access reads it (Live()).
+extern uint64_t g_generation;
+inline uint64_t Generation() { return g_generation; }
 
 int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
               const void* addr = nullptr, size_t size = 0);
