@@ -82,6 +82,77 @@ TEST_CASE("heap: reading a freed node's rl::var is ACCESS TO FREED MEMORY") {
   VERDICT(rl::test_result_access_to_freed_memory, UseAfterFreeVar);
 }
 
+// The trace of T's failing execution (sched_full).
+template <typename T>
+std::string FailingTrace(rl::test_result_e* result) {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.print_summary = false;
+  std::ostringstream trace;
+  p.output_stream = &trace;
+  rl::simulate<T>(p);
+  *result = p.test_result;
+  return trace.str();
+}
+
+// Thread 1 publishes a node and reads it back with a seq_cst load; thread 0
+// takes it out by a CAS and deletes it. Some schedule runs thread 0's CAS
+// and delete between thread 1's load and its read of the field: the free
+// and the read are unordered, a data race on the node (C++20
+// [intro.races], [basic.life]). Relacy passes this program (SUCCESS): it
+// schedules only at atomic operations, never between the load and the
+// read, and its seq_cst load reads no stale pointer (with an acquire load
+// it reports ACCESS TO FREED MEMORY too). C++20-correct verdict here.
+struct FreeRacesRead : rl::test_suite<FreeRacesRead, 2> {
+  rl::atomic<Node*> head{nullptr};
+  void thread(unsigned i) {
+    if (i == 0) {
+      Node* n = head.load(rl::mo_relaxed);
+      if (n != nullptr &&
+          head.compare_exchange_strong(n, nullptr, rl::mo_seq_cst))
+        delete n;
+    } else {
+      delete head.exchange(new Node, rl::mo_acq_rel);
+      Node* n = head.load(rl::mo_seq_cst);
+      if (n != nullptr) (void)static_cast<int>(n->payload($));
+    }
+  }
+  void after() { delete head.load(rl::mo_relaxed); }
+};
+TEST_CASE("heap: a read the free does not happen before races with it") {
+  rl::test_result_e result;
+  const std::string trace = FailingTrace<FreeRacesRead>(&result);
+  CHECK(result == rl::test_result_access_to_freed_memory);
+  CHECK(trace.find("thread 0's free of it does not happen before this "
+                   "access (they race)") != std::string::npos);
+}
+
+// Thread 1 keeps the pointer it loaded, waits for thread 0's flag (set
+// after the delete, release/acquire) and then reads the field: a use after
+// free in every schedule, the free happening before the read.
+struct ReadAfterOrderedFree : rl::test_suite<ReadAfterOrderedFree, 2> {
+  rl::atomic<Node*> head{nullptr};
+  rl::atomic<int> freed{0};
+  void before() { head.store(new Node, rl::mo_relaxed); }
+  void thread(unsigned i) {
+    if (i == 0) {
+      delete head.exchange(nullptr, rl::mo_acq_rel);
+      freed.store(1, rl::mo_release);
+    } else {
+      Node* n = head.load(rl::mo_acquire);
+      while (freed.load(rl::mo_acquire) == 0) rl::yield(1, $);
+      if (n != nullptr) (void)static_cast<int>(n->payload($));
+    }
+  }
+};
+TEST_CASE("heap: a read after an ordered free says the free came first") {
+  rl::test_result_e result;
+  const std::string trace = FailingTrace<ReadAfterOrderedFree>(&result);
+  CHECK(result == rl::test_result_access_to_freed_memory);
+  CHECK(trace.find("accessed by thread 1") != std::string::npos);
+  CHECK(trace.find("after thread 0 freed it") != std::string::npos);
+}
+
 // An atomic used after its destructor ran, its storage still there (as a
 // block-scope atomic's stack slot after the block: Relacy's test/atomic.cpp,
 // atomic_use_after_scope_detected, which tools/relacy_tests.sh runs; that

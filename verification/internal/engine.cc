@@ -257,10 +257,20 @@ struct Event {
   debug_info info;
 };
 
+// Who freed (or ended the lifetime of) an rl::atomic or rl::var: the
+// thread, and its last event before the free. An access by another thread
+// comes after the free in happens-before only if that thread knows a later
+// event of the freeing one (Engine::FreeBefore).
+struct FreedBy {
+  int tid = -1;
+  int32_t after = 0;
+};
+
 struct Loc {
   unsigned width = 8;
   const char* addr = nullptr;  // the rl::atomic object, for the heap model
   bool freed = false;          // its memory was freed
+  FreedBy freed_by;            // if freed
   std::vector<int> mo;   // writes in modification order
   std::vector<int> acc;  // all accesses (init, reads, writes)
   // Per thread, its latest access (then Event::prev_acc back through its
@@ -461,6 +471,7 @@ struct VarAcc {
 struct VarState {
   const char* addr = nullptr;
   bool freed = false;
+  FreedBy freed_by;  // if freed
   debug_info decl;
   bool init = false;
   bool has_write = false;
@@ -580,8 +591,17 @@ class Engine {
   // (the caller frees it for real).
   bool HeapFree(void* p, int kind, const debug_info& info,
                 bool report_foreign);
-  void FreedAccess(const char* what, const debug_info& decl,
+  void FreedAccess(const char* what, const debug_info& decl, const FreedBy& by,
                    const debug_info& info);
+  // The running thread's free, for FreedBy.
+  FreedBy FreeMark() const {
+    return {static_cast<int>(cur_), threads_[cur_].idx};
+  }
+  // Whether the free `by` happens before the running thread's next step.
+  bool FreeBefore(const FreedBy& by) const {
+    return by.tid == static_cast<int>(cur_) ||
+           threads_[cur_].clock.get(by.tid) > by.after;
+  }
   // The common case inline (initialized before, by happens-before, and not
   // freed); the report out of line.
   // Whether loc names a location of this execution (an id read from a
@@ -3178,7 +3198,7 @@ void Engine::ReportUninitialized(const Pending& op) {
   const Loc& l = locs_[op.loc];
   const ThreadState& th = threads_[cur_];
   if (l.freed) {
-    FreedAccess("rl::atomic", l.info, op.info);
+    FreedAccess("rl::atomic", l.info, l.freed_by, op.info);
     return;
   }
   if (l.init < 0 || Hb(l.init, th.clock)) return;
@@ -3669,12 +3689,24 @@ void Engine::CheckInvariantNow() {
   suite_.Invariant();
 }
 
+// An access to a freed object. Either the free happens before it (a use
+// after free in every schedule of this execution's graph), or the two are
+// unordered: a data race between the free and the access ([intro.races],
+// [basic.life]), which some schedule runs in this order. The second kind
+// needs no stale read: a thread loads a pointer, another takes the object
+// and frees it, the first reads a field. Relacy schedules only at atomic
+// operations and so never between that load and the read.
 void Engine::FreedAccess(const char* what, const debug_info& decl,
-                         const debug_info& info) {
+                         const FreedBy& by, const debug_info& info) {
   std::ostringstream s;
   s << "access to freed memory: " << what << " declared at "
     << BaseName(decl.file_) << ":" << decl.line_ << ", accessed by "
     << RunningName() << " at " << BaseName(info.file_) << ":" << info.line_;
+  if (by.tid >= 0 && FreeBefore(by))
+    s << " after " << ThreadName(by.tid) << " freed it";
+  else if (by.tid >= 0)
+    s << ": " << ThreadName(by.tid)
+      << "'s free of it does not happen before this access (they race)";
   Fail(test_result_access_to_freed_memory, s.str(), info);
 }
 
@@ -3689,6 +3721,7 @@ void Engine::DestroyAtomic(int loc) {
   Loc& l = locs_[loc];
   if (l.freed) return;
   l.freed = true;
+  l.freed_by = FreeMark();
   if (failed_ || aborting_ || cur_ == n_) return;
   if (const int e = AccessNotBefore(l); e >= 0) {
     std::ostringstream s;
@@ -3774,6 +3807,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
     Loc& l = locs_[i];
     if (l.addr < lo || l.addr >= hi) continue;
     l.freed = true;
+    l.freed_by = FreeMark();
     if (!can_report) continue;
     if (const int e = AccessNotBefore(l); e >= 0) {
       std::ostringstream s;
@@ -3786,6 +3820,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   for (VarState& v : vars_) {
     if (v.addr < lo || v.addr >= hi) continue;
     v.freed = true;
+    v.freed_by = FreeMark();
     if (!can_report) continue;
     if (VarAccessNotBefore(v)) {
       std::ostringstream s;
@@ -3970,6 +4005,7 @@ void Engine::DestroyVar(int var) {
   VarState& v = vars_[var];
   if (v.freed) return;
   v.freed = true;
+  v.freed_by = FreeMark();
   if (failed_ || aborting_ || cur_ == n_) return;
   if (VarAccessNotBefore(v)) {
     std::ostringstream s;
@@ -3987,7 +4023,8 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
     // still reported, as Relacy's var does.
     if (!IsVar(var)) return;
     const VarState& v = vars_[var];
-    if (v.freed) FreedAccess("rl::var", v.decl, info);
+    // No thread's access: no order with the free to tell (FreedBy{}).
+    if (v.freed) FreedAccess("rl::var", v.decl, FreedBy{}, info);
     if (!write && !v.init && !v.has_write)
       Fail(test_result_unitialized_access,
            "read of uninitialized rl::var in invariant()", info);
@@ -4005,7 +4042,7 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
   }
   VarState& v = vars_[var];
   const ThreadState& th = threads_[cur_];
-  if (v.freed) FreedAccess("rl::var", v.decl, info);
+  if (v.freed) FreedAccess("rl::var", v.decl, v.freed_by, info);
   if (trace_) {
     std::ostringstream s;
     s << "   " << RunningName() << ": var " << (write ? "write " : "read ")
