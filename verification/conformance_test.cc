@@ -85,14 +85,9 @@ TEST_CASE("heap: reading a freed node's rl::var is ACCESS TO FREED MEMORY") {
 // The trace of T's failing execution (sched_full).
 template <typename T>
 std::string FailingTrace(rl::test_result_e* result) {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.print_summary = false;
-  std::ostringstream trace;
-  p.output_stream = &trace;
-  rl::simulate<T>(p);
-  *result = p.test_result;
-  return trace.str();
+  std::string trace;
+  *result = rl_test::RunFull<T>(nullptr, &trace);
+  return trace;
 }
 
 // Thread 1 publishes a node and reads it back with a seq_cst load; thread 0

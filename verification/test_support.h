@@ -19,10 +19,12 @@
 namespace rl_test {
 
 // Explores T exhaustively (sched_full) and returns its verdict. The trace
-// of a failing execution is kept out of the log; *out, if given, receives
-// the parameters after the run (executions, stop_iteration, final_state).
+// of a failing execution is kept out of the log (*trace, if given,
+// receives it); *out, if given, receives the parameters after the run
+// (executions, stop_iteration, final_state).
 template <typename T>
-rl::test_result_e RunFull(rl::test_params* out = nullptr) {
+rl::test_result_e RunFull(rl::test_params* out = nullptr,
+                          std::string* trace_out = nullptr) {
   rl::test_params p;
   p.search_type = rl::sched_full;
   p.print_summary = false;
@@ -33,6 +35,7 @@ rl::test_result_e RunFull(rl::test_params* out = nullptr) {
     *out = p;
     out->output_stream = nullptr;  // the stream is gone
   }
+  if (trace_out != nullptr) *trace_out = trace.str();
   return p.test_result;
 }
 
