@@ -258,19 +258,19 @@ struct Event {
 };
 
 // Who freed (or ended the lifetime of) an rl::atomic or rl::var: the
-// thread, and its last event before the free. An access by another thread
-// comes after the free in happens-before only if that thread knows a later
-// event of the freeing one (Engine::FreeBefore).
+// thread, and its last event before the free; tid -1 while it lives. An
+// access by another thread comes after the free in happens-before only if
+// that thread knows a later event of the freeing one (Engine::FreeBefore).
 struct FreedBy {
   int tid = -1;
   int32_t after = 0;
+  explicit operator bool() const { return tid >= 0; }  // freed
 };
 
 struct Loc {
   unsigned width = 8;
   const char* addr = nullptr;  // the rl::atomic object, for the heap model
-  bool freed = false;          // its memory was freed
-  FreedBy freed_by;            // if freed
+  FreedBy freed;               // its memory was freed, and by whom
   std::vector<int> mo;   // writes in modification order
   std::vector<int> acc;  // all accesses (init, reads, writes)
   // Per thread, its latest access (then Event::prev_acc back through its
@@ -470,8 +470,7 @@ struct VarAcc {
 
 struct VarState {
   const char* addr = nullptr;
-  bool freed = false;
-  FreedBy freed_by;  // if freed
+  FreedBy freed;  // its memory was freed, and by whom
   debug_info decl;
   bool init = false;
   bool has_write = false;
@@ -3198,7 +3197,7 @@ void Engine::ReportUninitialized(const Pending& op) {
   const Loc& l = locs_[op.loc];
   const ThreadState& th = threads_[cur_];
   if (l.freed) {
-    FreedAccess("rl::atomic", l.info, l.freed_by, op.info);
+    FreedAccess("rl::atomic", l.info, l.freed, op.info);
     return;
   }
   if (l.init < 0 || Hb(l.init, th.clock)) return;
@@ -3702,9 +3701,9 @@ void Engine::FreedAccess(const char* what, const debug_info& decl,
   s << "access to freed memory: " << what << " declared at "
     << BaseName(decl.file_) << ":" << decl.line_ << ", accessed by "
     << RunningName() << " at " << BaseName(info.file_) << ":" << info.line_;
-  if (by.tid >= 0 && FreeBefore(by))
+  if (by && FreeBefore(by))
     s << " after " << ThreadName(by.tid) << " freed it";
-  else if (by.tid >= 0)
+  else if (by)
     s << ": " << ThreadName(by.tid)
       << "'s free of it does not happen before this access (they race)";
   Fail(test_result_access_to_freed_memory, s.str(), info);
@@ -3720,8 +3719,7 @@ void Engine::DestroyAtomic(int loc) {
   if (!IsLoc(loc)) return;
   Loc& l = locs_[loc];
   if (l.freed) return;
-  l.freed = true;
-  l.freed_by = FreeMark();
+  l.freed = FreeMark();
   if (failed_ || aborting_ || cur_ == n_) return;
   if (const int e = AccessNotBefore(l); e >= 0) {
     std::ostringstream s;
@@ -3806,8 +3804,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   for (size_t i = 0; i < locs_.size(); ++i) {
     Loc& l = locs_[i];
     if (l.addr < lo || l.addr >= hi) continue;
-    l.freed = true;
-    l.freed_by = FreeMark();
+    l.freed = FreeMark();
     if (!can_report) continue;
     if (const int e = AccessNotBefore(l); e >= 0) {
       std::ostringstream s;
@@ -3819,8 +3816,7 @@ bool Engine::HeapFree(void* p, int kind, const debug_info& info,
   }
   for (VarState& v : vars_) {
     if (v.addr < lo || v.addr >= hi) continue;
-    v.freed = true;
-    v.freed_by = FreeMark();
+    v.freed = FreeMark();
     if (!can_report) continue;
     if (VarAccessNotBefore(v)) {
       std::ostringstream s;
@@ -4004,8 +4000,7 @@ void Engine::DestroyVar(int var) {
   if (!IsVar(var)) return;
   VarState& v = vars_[var];
   if (v.freed) return;
-  v.freed = true;
-  v.freed_by = FreeMark();
+  v.freed = FreeMark();
   if (failed_ || aborting_ || cur_ == n_) return;
   if (VarAccessNotBefore(v)) {
     std::ostringstream s;
@@ -4023,7 +4018,8 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
     // still reported, as Relacy's var does.
     if (!IsVar(var)) return;
     const VarState& v = vars_[var];
-    // No thread's access: no order with the free to tell (FreedBy{}).
+    // No thread's access: no order with the free to tell (an empty
+    // FreedBy leaves the report without one).
     if (v.freed) FreedAccess("rl::var", v.decl, FreedBy{}, info);
     if (!write && !v.init && !v.has_write)
       Fail(test_result_unitialized_access,
@@ -4042,7 +4038,7 @@ void Engine::VarAccess(int var, bool write, const debug_info& info) {
   }
   VarState& v = vars_[var];
   const ThreadState& th = threads_[cur_];
-  if (v.freed) FreedAccess("rl::var", v.decl, v.freed_by, info);
+  if (v.freed) FreedAccess("rl::var", v.decl, v.freed, info);
   if (trace_) {
     std::ostringstream s;
     s << "   " << RunningName() << ": var " << (write ? "write " : "read ")
