@@ -186,6 +186,59 @@ TEST_CASE("random search: only and all the exhaustive outcomes (3 threads)") {
   for (unsigned seed = 1000; seed <= 1060; ++seed) RandomOne<3>(seed, 3);
 }
 
+// The bounded search (sched_bound: at most context_bound deferred reads per
+// execution) explores a subset of the exhaustive search's graphs that grows
+// with the bound, and all of them once the bound exceeds the reads a
+// program has. Returns whether bound 0 explored fewer graphs (the bound
+// bounds something).
+template <unsigned kThreads>
+bool BoundedOne(unsigned seed, int ops) {
+  std::mt19937 rng(seed);
+  g_program = Generate(rng, kThreads, ops, 2);
+  g_perm.resize(kThreads);
+  for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
+  g_outcomes.clear();
+  rl::test_params full;
+  full.search_type = rl::sched_full;
+  full.print_summary = false;
+  CHECK(rl::simulate<Interp<kThreads>>(full));
+  const std::set<std::vector<int>> all = g_outcomes;
+  std::set<std::vector<int>> previous;
+  unsigned long long previous_executions = 0, bound0_executions = 0;
+  const unsigned bounds[] = {0, 1, 2, kThreads * ops};
+  for (unsigned bound : bounds) {
+    g_outcomes.clear();
+    rl::test_params p;
+    p.search_type = rl::sched_bound;
+    p.context_bound = bound;
+    p.print_summary = false;
+    CHECK(rl::simulate<Interp<kThreads>>(p));
+    INFO("seed " << seed << " bound " << bound);
+    CHECK(std::includes(all.begin(), all.end(), g_outcomes.begin(),
+                        g_outcomes.end()));
+    CHECK(std::includes(g_outcomes.begin(), g_outcomes.end(), previous.begin(),
+                        previous.end()));
+    CHECK(p.executions >= previous_executions);
+    if (bound == 0) bound0_executions = p.executions;
+    previous = g_outcomes;
+    previous_executions = p.executions;
+  }
+  INFO("seed " << seed);
+  CHECK(previous == all);
+  CHECK(previous_executions == full.executions);
+  return bound0_executions < full.executions;
+}
+
+TEST_CASE("bounded search: a subset growing with the bound, all at the top") {
+  int bounded = 0;
+  for (unsigned seed = 1; seed <= 150; ++seed)
+    bounded += BoundedOne<2>(seed, 4);
+  for (unsigned seed = 1000; seed <= 1060; ++seed)
+    bounded += BoundedOne<3>(seed, 3);
+  MESSAGE("programs bound 0 explores fewer graphs of: " << bounded);
+  CHECK(bounded > 50);
+}
+
 // ---------------------------------------------------------------- oracle
 // An independent brute-force reference: enumerate every rf and mo
 // assignment of a straight-line program and keep those satisfying the RC11
