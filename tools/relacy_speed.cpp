@@ -1,0 +1,107 @@
+// Relacy-dialect programs that tools/relacy_speed.sh builds twice, against
+// real Relacy (-DRL_REAL) and against this checker, and times side by side
+// (docs/verification.md, "Speed against Relacy").
+//
+//   seqcount random N [SEED]  N random iterations of the two-writes
+//                             seqcount (verification/seqcount_checker_test.cc
+//                             in Relacy's dialect: a writer making two
+//                             writes, a reader retrying until it sees a
+//                             stable even sequence)
+//   seqcount full             the exhaustive search of the same program
+//   loads random N            N random iterations of one thread making 100
+//                             relaxed loads: the cost of one operation
+//
+// Prints the executions run on a line of its own ("executions N").
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "relacy/relacy.hpp"
+
+struct SeqCount : rl::test_suite<SeqCount, 2> {
+  rl::atomic<unsigned> seq, lo, hi;
+  void before() {
+    seq($) = 0;
+    lo($) = 0;
+    hi($) = 0;
+  }
+  void Write(uint64_t v) {
+    const unsigned s = seq($).load(rl::memory_order_relaxed);
+    seq($).store(s + 1, rl::memory_order_relaxed);
+    rl::atomic_thread_fence(rl::memory_order_release, $);
+    lo($).store(static_cast<unsigned>(v), rl::memory_order_relaxed);
+    hi($).store(static_cast<unsigned>(v >> 32), rl::memory_order_relaxed);
+    seq($).store(s + 2, rl::memory_order_release);
+  }
+  uint64_t Read() {
+    for (;;) {
+      const unsigned s1 = seq($).load(rl::memory_order_acquire);
+      const unsigned l = lo($).load(rl::memory_order_relaxed);
+      const unsigned h = hi($).load(rl::memory_order_relaxed);
+      rl::atomic_thread_fence(rl::memory_order_acquire, $);
+      const unsigned s2 = seq($).load(rl::memory_order_relaxed);
+      if ((s1 & 1) == 0 && s1 == s2) return (uint64_t{h} << 32) | l;
+      rl::yield(1, $);
+    }
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      Write((uint64_t{1} << 32) | 1);
+      Write((uint64_t{2} << 32) | 2);
+    } else {
+      const uint64_t v = Read();
+      RL_ASSERT(v == 0 || v == ((uint64_t{1} << 32) | 1) ||
+                v == ((uint64_t{2} << 32) | 2));
+    }
+  }
+};
+
+struct Loads : rl::test_suite<Loads, 1> {
+  rl::atomic<unsigned> a;
+  void before() { a($) = 0; }
+  void thread(unsigned) {
+    for (int k = 0; k < 100; ++k) (void)a($).load(rl::memory_order_relaxed);
+  }
+};
+
+template <typename Suite>
+int Run(bool full, unsigned long long iterations, unsigned long long seed) {
+  rl::test_params p;
+  if (full) {
+    p.search_type = rl::sched_full;
+  } else {
+    p.search_type = rl::sched_random;
+    p.iteration_count = static_cast<unsigned>(iterations);
+  }
+#ifdef RL_REAL
+  (void)seed;  // Relacy seeds iteration i with i
+#else
+  p.seed = seed;
+  p.print_summary = false;
+#endif
+  const bool ok = rl::simulate<Suite>(p);
+  std::printf("executions %llu\n",
+              static_cast<unsigned long long>(p.stop_iteration));
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr,
+                 "usage: %s seqcount|loads random N [SEED] | seqcount full\n",
+                 argv[0]);
+    return 2;
+  }
+  const bool full = std::strcmp(argv[2], "full") == 0;
+  const unsigned long long n = argc > 3 ? std::strtoull(argv[3], nullptr, 10)
+                                        : 1000;
+  const unsigned long long seed =
+      argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 1;
+  if (std::strcmp(argv[1], "seqcount") == 0)
+    return Run<SeqCount>(full, n, seed);
+  if (std::strcmp(argv[1], "loads") == 0 && !full)
+    return Run<Loads>(false, n, seed);
+  std::fprintf(stderr, "unknown program %s %s\n", argv[1], argv[2]);
+  return 2;
+}

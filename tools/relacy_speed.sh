@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Times this checker against real Relacy (a checkout, e.g. dvyukov/relacy
+# 9f25438) on the same Relacy-dialect programs (tools/relacy_speed.cpp),
+# built with the same compiler and flags, side by side in one run:
+#
+# * random search: ROUNDS rounds, each running both sides (in alternating
+#   order) for ITERATIONS iterations of the two-writes seqcount; prints
+#   each round's seconds, the medians and their ratio;
+# * exhaustive search of the same program: this checker each round, and
+#   real Relacy's (about 40 s and 29 million executions) once if FULL=1;
+#   prints executions per second;
+# * instruction counts (valgrind --tool=callgrind, repeatable where times
+#   are noisy), if valgrind is installed: 20,000 random iterations of the
+#   seqcount, and the instructions per relaxed load (100 loads per
+#   execution, 1,000 executions against 0, start-up subtracted).
+#
+#   tools/relacy_speed.sh /path/to/relacy [workdir]
+#
+# Env: CXX (g++), CXXFLAGS (-O2), ROUNDS (8), ITERATIONS (1000000), FULL (0).
+# Nothing of Relacy is copied into the project: both builds happen in the
+# workdir. Run on a quiet machine; docs/verification.md, "Speed against
+# Relacy", has the figures measured so.
+set -u
+RELACY=${1:?usage: relacy_speed.sh /path/to/relacy [workdir]}
+RELACY=$(cd "$RELACY" && pwd)
+WORK=${2:-/tmp/relacy_speed}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CXX=${CXX:-g++}
+read -r -a FLAGS <<<"${CXXFLAGS:--O2}"
+ROUNDS=${ROUNDS:-8}
+ITERATIONS=${ITERATIONS:-1000000}
+FULL=${FULL:-0}
+
+if [[ -e $WORK && ! -e $WORK/.relacy_speed ]]; then
+  echo "$WORK exists and is not a workdir of this script; not removing it" >&2
+  exit 1
+fi
+rm -rf "$WORK" && mkdir -p "$WORK" && touch "$WORK/.relacy_speed"
+SRC=$ROOT/tools/relacy_speed.cpp
+"$CXX" "${FLAGS[@]}" -DRL_REAL -w -I"$RELACY" "$SRC" -o "$WORK/real" \
+  >"$WORK/real.build" 2>&1 || { echo "real Relacy: build failed (see $WORK/real.build)"; exit 1; }
+"$CXX" -std=c++20 "${FLAGS[@]}" -I"$ROOT/verification" -I"$ROOT" "$SRC" \
+  "$ROOT/verification/internal/engine.cc" -o "$WORK/ours" \
+  >"$WORK/ours.build" 2>&1 || { echo "this checker: build failed (see $WORK/ours.build)"; exit 1; }
+
+seconds() {  # command... -> prints its wall-clock seconds; fails with it
+  local start end
+  start=$(date +%s.%N)
+  "$@" >/dev/null || return 1
+  end=$(date +%s.%N)
+  echo "$start $end" | awk '{printf "%.3f", $2 - $1}'
+}
+median() { sort -g | awk '{v[NR] = $1} END {m = int((NR + 1) / 2); if (NR % 2) print v[m]; else printf "%.3f\n", (v[m] + v[m + 1]) / 2}'; }
+executions() { "$@" | awk '/^executions /{print $2}' | tail -1; }
+
+echo "random search, seqcount, $ITERATIONS iterations, $ROUNDS rounds (seconds):"
+: >"$WORK/random.real"
+: >"$WORK/random.ours"
+for ((r = 1; r <= ROUNDS; ++r)); do
+  if ((r % 2)); then order=(real ours); else order=(ours real); fi
+  for side in "${order[@]}"; do
+    s=$(seconds "$WORK/$side" seqcount random "$ITERATIONS" "$r") || { echo "$side failed"; exit 1; }
+    echo "$s" >>"$WORK/random.$side"
+  done
+  echo "  round $r: real $(tail -1 "$WORK/random.real")  ours $(tail -1 "$WORK/random.ours")"
+done
+real_med=$(median <"$WORK/random.real")
+ours_med=$(median <"$WORK/random.ours")
+echo "  median: real $real_med s, ours $ours_med s; ours / real = $(echo "$ours_med $real_med" | awk '{printf "%.2f", $1 / $2}')"
+
+echo "exhaustive search, seqcount:"
+n_ours=$(executions "$WORK/ours" seqcount full)
+: >"$WORK/full.ours"
+for ((r = 1; r <= ROUNDS; ++r)); do
+  seconds "$WORK/ours" seqcount full >>"$WORK/full.ours" && echo >>"$WORK/full.ours"
+done
+full_med=$(median <"$WORK/full.ours")
+echo "  ours: $n_ours executions (complete and pruned), median $full_med s, $(echo "$n_ours $full_med" | awk '{printf "%.0f", $1 / $2}') per second"
+if [[ $FULL == 1 ]]; then
+  start=$(date +%s.%N)
+  n_real=$(executions "$WORK/real" seqcount full)
+  end=$(date +%s.%N)
+  echo "  real: $n_real executions in $(echo "$start $end" | awk '{printf "%.1f", $2 - $1}') s, $(echo "$n_real $start $end" | awk '{printf "%.0f", $1 / ($3 - $2)}') per second"
+else
+  echo "  real: not run (FULL=1 runs it: about 40 s)"
+fi
+
+if command -v valgrind >/dev/null; then
+  instr() {  # command... -> instructions (callgrind)
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+      awk '/refs:/{gsub(",", "", $NF); print $NF}'
+  }
+  echo "instructions (callgrind):"
+  for side in real ours; do
+    i_sq=$(instr "$WORK/$side" seqcount random 20000 1)
+    i0=$(instr "$WORK/$side" loads random 100 1)
+    i1=$(instr "$WORK/$side" loads random 1100 1)
+    echo "  $side: seqcount 20,000 random iterations $i_sq; per relaxed load $(( (i1 - i0) / 100000 ))"
+  done
+else
+  echo "instructions: valgrind not installed, not counted"
+fi
