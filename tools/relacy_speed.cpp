@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool full = std::strcmp(argv[2], "full") == 0;
-  const unsigned long long n = argc > 3 ? std::strtoull(argv[3], nullptr, 10)
-                                        : 1000;
+  const unsigned long long n =
+      argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000;
   const unsigned long long seed =
       argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 1;
   if (std::strcmp(argv[1], "seqcount") == 0)
