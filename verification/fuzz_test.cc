@@ -147,8 +147,11 @@ TEST_CASE("fuzz: lazy == eager, invariant under renumbering (3 threads)") {
 // rarest outcome met (seed 1036: a relaxed load reading the value of four
 // stores and RMWs in a row) came about once in 180,000 executions, hence
 // the bound of 300 runs.
+// Generates program `seed` (threads numbered as generated) and returns the
+// outcomes of its exhaustive search, and the search's executions.
 template <unsigned kThreads>
-void RandomOne(unsigned seed, int ops) {
+std::set<std::vector<int>> ExhaustiveOutcomes(unsigned seed, int ops,
+                                              unsigned long long* executions) {
   std::mt19937 rng(seed);
   g_program = Generate(rng, kThreads, ops, 2);
   g_perm.resize(kThreads);
@@ -158,7 +161,15 @@ void RandomOne(unsigned seed, int ops) {
   full.search_type = rl::sched_full;
   full.print_summary = false;
   CHECK(rl::simulate<Interp<kThreads>>(full));
-  const std::set<std::vector<int>> all = g_outcomes;
+  *executions = full.executions;
+  return g_outcomes;
+}
+
+template <unsigned kThreads>
+void RandomOne(unsigned seed, int ops) {
+  unsigned long long full_executions = 0;
+  const std::set<std::vector<int>> all =
+      ExhaustiveOutcomes<kThreads>(seed, ops, &full_executions);
   g_outcomes.clear();
   unsigned long long pruned = 0;
   for (unsigned round = 0; round < 300 && g_outcomes.size() < all.size();
@@ -193,16 +204,9 @@ TEST_CASE("random search: only and all the exhaustive outcomes (3 threads)") {
 // bounds something).
 template <unsigned kThreads>
 bool BoundedOne(unsigned seed, int ops) {
-  std::mt19937 rng(seed);
-  g_program = Generate(rng, kThreads, ops, 2);
-  g_perm.resize(kThreads);
-  for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
-  g_outcomes.clear();
-  rl::test_params full;
-  full.search_type = rl::sched_full;
-  full.print_summary = false;
-  CHECK(rl::simulate<Interp<kThreads>>(full));
-  const std::set<std::vector<int>> all = g_outcomes;
+  unsigned long long full_executions = 0;
+  const std::set<std::vector<int>> all =
+      ExhaustiveOutcomes<kThreads>(seed, ops, &full_executions);
   std::set<std::vector<int>> previous;
   unsigned long long previous_executions = 0, bound0_executions = 0;
   const unsigned bounds[] = {0, 1, 2, kThreads * ops};
@@ -225,8 +229,8 @@ bool BoundedOne(unsigned seed, int ops) {
   }
   INFO("seed " << seed);
   CHECK(previous == all);
-  CHECK(previous_executions == full.executions);
-  return bound0_executions < full.executions;
+  CHECK(previous_executions == full_executions);
+  return bound0_executions < full_executions;
 }
 
 TEST_CASE("bounded search: a subset growing with the bound, all at the top") {
