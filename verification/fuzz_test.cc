@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <random>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "doctest/doctest.h"
@@ -13,7 +14,7 @@
 
 namespace {
 
-enum OpKind { kLoad, kStore, kFetchAdd, kExchange, kCas, kFence };
+enum OpKind { kLoad, kStore, kFetchAdd, kExchange, kCas, kFence, kSpin };
 
 struct Op {
   OpKind kind;
@@ -55,6 +56,18 @@ Program Generate(std::mt19937& rng, int threads, int ops, int locs) {
   return p;
 }
 
+// Turns about one operation in four into a retry loop (kSpin), drawing
+// after Generate() so the programs without loops stay as they were.
+void AddSpins(std::mt19937& rng, Program* p) {
+  for (auto& t : p->threads)
+    for (Op& op : t)
+      if (rng() % 4 == 0) {
+        op.kind = kSpin;
+        if (op.mo == rl::mo_release || op.mo == rl::mo_acq_rel)
+          op.mo = rl::mo_acquire;
+      }
+}
+
 template <unsigned kThreads>
 struct Interp : rl::test_suite<Interp<kThreads>, kThreads> {
   rl::atomic<int> loc[2] = {0, 0};
@@ -85,6 +98,21 @@ struct Interp : rl::test_suite<Interp<kThreads>, kThreads> {
         case kFence:
           rl::atomic_thread_fence(op.mo);
           break;
+        case kSpin: {
+          // A retry loop that carries nothing from one try into the next:
+          // each try reads both locations and retries while this one is 0.
+          rl::atomic<int>& other = loc[1 - op.loc];
+          for (;;) {
+            r = x.load(op.mo);
+            const int r2 = other.load(rl::mo_relaxed);
+            if (r != 0) {
+              r = r * 10 + r2;
+              break;
+            }
+            rl::yield(1);
+          }
+          break;
+        }
       }
       seen[g_perm[i]].push_back(r);
     }
@@ -241,6 +269,57 @@ TEST_CASE("bounded search: a subset growing with the bound, all at the top") {
     bounded += BoundedOne<3>(seed, 3);
   MESSAGE("programs bound 0 explores fewer graphs of: " << bounded);
   CHECK(bounded > 50);
+}
+
+// test_params::stateless_spins on programs with retry loops that carry no
+// state (kSpin): the same verdict, and the same outcomes, with the flag as
+// without it. Counts the programs compared that passed (their outcomes
+// compared too) and those the flag explored in fewer executions.
+struct StatelessCounts {
+  int passed = 0, fewer = 0;
+};
+template <unsigned kThreads>
+void StatelessOne(unsigned seed, int ops, StatelessCounts* counts) {
+  std::mt19937 rng(seed);
+  g_program = Generate(rng, kThreads, ops, 2);
+  AddSpins(rng, &g_program);
+  g_perm.resize(kThreads);
+  for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
+  std::set<std::vector<int>> outcomes[2];
+  rl::test_params p[2];
+  for (int flag = 0; flag < 2; ++flag) {
+    g_outcomes.clear();
+    p[flag].search_type = rl::sched_full;
+    p[flag].print_summary = false;
+    p[flag].output_history = false;
+    p[flag].stateless_spins = flag == 1;
+    std::ostringstream out;  // failures (livelocks) are compared, not shown
+    p[flag].output_stream = &out;
+    rl::simulate<Interp<kThreads>>(p[flag]);
+    outcomes[flag] = g_outcomes;
+  }
+  INFO("seed " << seed);
+  CHECK(p[1].test_result == p[0].test_result);
+  if (p[0].test_result == rl::test_result_success) {
+    CHECK(outcomes[1] == outcomes[0]);
+    ++counts->passed;
+  }
+  if (p[1].executions + p[1].blocked_executions <
+      p[0].executions + p[0].blocked_executions)
+    ++counts->fewer;
+}
+
+TEST_CASE("stateless spins: the same verdicts and outcomes") {
+  StatelessCounts counts;
+  for (unsigned seed = 1; seed <= 150; ++seed)
+    StatelessOne<2>(seed, 4, &counts);
+  for (unsigned seed = 1000; seed <= 1060; ++seed)
+    StatelessOne<3>(seed, 3, &counts);
+  MESSAGE("programs passed (outcomes compared): "
+          << counts.passed
+          << "; explored in fewer executions with the flag: " << counts.fewer);
+  CHECK(counts.passed > 50);
+  CHECK(counts.fewer > 20);
 }
 
 // ---------------------------------------------------------------- oracle

@@ -426,6 +426,9 @@ struct ThreadVars {
   int rel_fence = -1;
   int idx = 0;
   bool has_prev = false, iter_wrote = false;
+  // Call site of the thread's last yield (test_params::stateless_spins).
+  const char* yield_file = nullptr;
+  unsigned yield_line = 0;
   // Iterations in a row that wrote but read the same values of the other
   // threads' writes as the one before (Yield: ForeignReadsRepeat).
   unsigned writing_repeats = 0;
@@ -578,6 +581,8 @@ class Engine {
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read, bool timed);
   bool ForeignReadsRepeat(const ThreadState& th) const;
+  static bool SameLocations(const std::vector<SpinRead>& a,
+                            const std::vector<SpinRead>& b);
   void* HeapAlloc(size_t size, size_t align, int kind);
   // The size of p if it is a live (allocated, not freed) heap block.
   bool LiveBlockSize(const void* p, size_t* size) const {
@@ -3400,11 +3405,23 @@ void Engine::SystemFence(const debug_info& info) {
 }
 
 void Engine::Yield(const debug_info& info) {
-  (void)info;
   ThreadState& th = threads_[cur_];
   if (!in_thread_) return;
   CheckDepth();  // a yield is a step: a loop of bare yields ends
   bool same = th.has_prev && !th.iter_wrote && th.cur_reads == th.prev_reads;
+  // test_params::stateless_spins: an iteration of a loop that carries no
+  // state, failed and wrote nothing, is treated as the identical one
+  // (below: pruned if a read was stale, else it waits). Only between two
+  // yields at one call site, reading the same locations in the same order
+  // as the iteration before: the code since the thread's first yield, or
+  // since another loop's, also runs code outside the loop, whose reads
+  // are made once.
+  if (!same && p_.stateless_spins && th.has_prev && !th.iter_wrote &&
+      th.yield_line == info.line_ && th.yield_file == info.file_ &&
+      SameLocations(th.cur_reads, th.prev_reads))
+    same = true;
+  th.yield_file = info.file_;
+  th.yield_line = info.line_;
   // An iteration that wrote -- a counter bumped while waiting -- but read
   // the same values of the other threads' writes as the one before. Until
   // another thread writes, each further iteration would read them again
@@ -3457,7 +3474,9 @@ void Engine::Yield(const debug_info& info) {
     if (++th.continuing <= p_.spin_bound) return;
     if (!sampling_) Prune();
     th.continuing = 0;
-  } else if (!writing_spin && !th.released && p_.spin_bound > 0) {
+  } else if (!writing_spin && !th.released && p_.spin_bound > 0 &&
+             !p_.stateless_spins) {
+    // (Stateless loops have no count of tries a slow path could need.)
     // (A writing spin already ran on spin_bound iterations.)
     // Fairness without losing bounded spins: either wait for another
     // thread's write, or run on (up to spin_bound identical iterations),
@@ -3479,6 +3498,15 @@ void Engine::Yield(const debug_info& info) {
   th.op = ResumeOp(debug_info());
   th.pending = true;
   SwitchToScheduler();
+}
+
+// Whether two iterations read the same locations in the same order.
+bool Engine::SameLocations(const std::vector<SpinRead>& a,
+                           const std::vector<SpinRead>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].loc != b[i].loc) return false;
+  return true;
 }
 
 // Whether the reads of the running thread's iteration that read another

@@ -122,6 +122,19 @@ struct test_params {
   // compare_exchange_weak may fail spuriously (C++20 [atomics.types.
   // operations]); at most once in a row per thread and location.
   bool spurious_cas_failures = true;
+  // Extension (off: Relacy's behaviour). The test promises that every
+  // retry loop ending its iterations with rl::yield (or a backoff) carries
+  // nothing from one iteration into the next: no retry counter, no value
+  // kept from a failed try (a seqlock reader's loop, a spin on a flag).
+  // A failed iteration that writes nothing is then redundant (the
+  // execution without it has the same outcomes): from a thread's second
+  // yield at the same call site on, an iteration reading the same
+  // locations as the one before is pruned if it read a stale value, and
+  // otherwise waits for a write to what it read; spins do not run on
+  // (spin_bound). Far fewer executions (docs/verification.md, "Stateless
+  // retry loops"); a loop that does carry state is then not explored past
+  // its first failed tries (a bounded spin's slow path is missed).
+  bool stateless_spins = false;
   // Replay: if non-empty, run exactly the execution it encodes.
   std::string initial_state;
   // Out: the encoded failing execution (feed back as initial_state).
