@@ -15,10 +15,13 @@ namespace model {
 
 // Explores every execution of T (sched_full) and returns whether all of them
 // passed. Prints the number of executions explored.
+// stateless_spins: the suite's retry loops carry nothing from one try into
+// the next (test_params::stateless_spins).
 template <typename T>
-bool CheckExhaustive() {
+bool CheckExhaustive(bool stateless_spins = false) {
   rl::test_params params;
   params.search_type = rl::sched_full;
+  params.stateless_spins = stateless_spins;
   params.quiet_progress = true;
   params.print_summary = false;
   const bool ok = rl::simulate<T>(params);
@@ -37,9 +40,11 @@ bool CheckExhaustive() {
 // The counterexample's trace is kept out of the log unless it is missing.
 template <typename T>
 bool CheckFindsFailure(
-    rl::test_result_e expected = rl::test_result_user_assert_failed) {
+    rl::test_result_e expected = rl::test_result_user_assert_failed,
+    bool stateless_spins = false) {
   rl::test_params params;
   params.search_type = rl::sched_full;
+  params.stateless_spins = stateless_spins;
   params.quiet_progress = true;
   params.print_summary = false;
   std::ostringstream trace;
