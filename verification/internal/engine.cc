@@ -411,6 +411,14 @@ struct SpinRead {
   }
 };
 
+// Whether two iterations read the same locations in the same order.
+bool SameLocations(const std::vector<SpinRead>& a,
+                   const std::vector<SpinRead>& b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const SpinRead& x, const SpinRead& y) { return x.loc == y.loc; });
+}
+
 // A checker thread's per-execution state, reset by every execution
 // (ResetExecution); ThreadState adds what outlives an execution.
 struct ThreadVars {
@@ -581,8 +589,6 @@ class Engine {
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read, bool timed);
   bool ForeignReadsRepeat(const ThreadState& th) const;
-  static bool SameLocations(const std::vector<SpinRead>& a,
-                            const std::vector<SpinRead>& b);
   void* HeapAlloc(size_t size, size_t align, int kind);
   // The size of p if it is a live (allocated, not freed) heap block.
   bool LiveBlockSize(const void* p, size_t* size) const {
@@ -3498,15 +3504,6 @@ void Engine::Yield(const debug_info& info) {
   th.op = ResumeOp(debug_info());
   th.pending = true;
   SwitchToScheduler();
-}
-
-// Whether two iterations read the same locations in the same order.
-bool Engine::SameLocations(const std::vector<SpinRead>& a,
-                           const std::vector<SpinRead>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].loc != b[i].loc) return false;
-  return true;
 }
 
 // Whether the reads of the running thread's iteration that read another
