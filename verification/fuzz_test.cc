@@ -68,6 +68,13 @@ void AddSpins(std::mt19937& rng, Program* p) {
       }
 }
 
+// Runs the generated threads under their own numbers (g_perm the
+// identity).
+void NumberAsGenerated(unsigned threads) {
+  g_perm.resize(threads);
+  for (unsigned i = 0; i < threads; ++i) g_perm[i] = static_cast<int>(i);
+}
+
 template <unsigned kThreads>
 struct Interp : rl::test_suite<Interp<kThreads>, kThreads> {
   rl::atomic<int> loc[2] = {0, 0};
@@ -132,8 +139,7 @@ void FuzzOne(unsigned seed, int ops) {
   g_program = Generate(rng, kThreads, ops, 2);
   unsigned long long first = 0;
   std::set<std::vector<int>> first_outcomes;
-  g_perm.resize(kThreads);
-  for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
+  NumberAsGenerated(kThreads);
   for (int round = 0; round < 3; ++round) {
     for (int eager = 0; eager < 2; ++eager) {
       g_outcomes.clear();
@@ -163,6 +169,23 @@ TEST_CASE("fuzz: lazy == eager, invariant under renumbering (3 threads)") {
   for (unsigned seed = 1000; seed <= 1060; ++seed) FuzzOne<3>(seed, 3);
 }
 
+// Generates program `seed` (threads numbered as generated) and returns the
+// outcomes of its exhaustive search, and the search's executions.
+template <unsigned kThreads>
+std::set<std::vector<int>> ExhaustiveOutcomes(unsigned seed, int ops,
+                                              unsigned long long* executions) {
+  std::mt19937 rng(seed);
+  g_program = Generate(rng, kThreads, ops, 2);
+  NumberAsGenerated(kThreads);
+  g_outcomes.clear();
+  rl::test_params full;
+  full.search_type = rl::sched_full;
+  full.print_summary = false;
+  CHECK(rl::simulate<Interp<kThreads>>(full));
+  *executions = full.executions;
+  return g_outcomes;
+}
+
 // ---------------------------------------------------------------- random
 // The random search (Relacy's default, sched_random) draws its own way
 // (thread first, then one of its coherent actions without listing them,
@@ -175,24 +198,6 @@ TEST_CASE("fuzz: lazy == eager, invariant under renumbering (3 threads)") {
 // rarest outcome met (seed 1036: a relaxed load reading the value of four
 // stores and RMWs in a row) came about once in 180,000 executions, hence
 // the bound of 300 runs.
-// Generates program `seed` (threads numbered as generated) and returns the
-// outcomes of its exhaustive search, and the search's executions.
-template <unsigned kThreads>
-std::set<std::vector<int>> ExhaustiveOutcomes(unsigned seed, int ops,
-                                              unsigned long long* executions) {
-  std::mt19937 rng(seed);
-  g_program = Generate(rng, kThreads, ops, 2);
-  g_perm.resize(kThreads);
-  for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
-  g_outcomes.clear();
-  rl::test_params full;
-  full.search_type = rl::sched_full;
-  full.print_summary = false;
-  CHECK(rl::simulate<Interp<kThreads>>(full));
-  *executions = full.executions;
-  return g_outcomes;
-}
-
 template <unsigned kThreads>
 void RandomOne(unsigned seed, int ops) {
   unsigned long long full_executions = 0;
@@ -283,8 +288,7 @@ void StatelessOne(unsigned seed, int ops, StatelessCounts* counts) {
   std::mt19937 rng(seed);
   g_program = Generate(rng, kThreads, ops, 2);
   AddSpins(rng, &g_program);
-  g_perm.resize(kThreads);
-  for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
+  NumberAsGenerated(kThreads);
   std::set<std::vector<int>> outcomes[2];
   rl::test_params p[2];
   for (int flag = 0; flag < 2; ++flag) {
@@ -593,8 +597,7 @@ int OracleOne(unsigned seed, int ops, unsigned long long max_size = 200000) {
   Oracle oracle(g_program);
   if (oracle.Size() > max_size) return 0;
   oracle.Run();
-  g_perm.resize(kThreads);
-  for (unsigned i = 0; i < kThreads; ++i) g_perm[i] = static_cast<int>(i);
+  NumberAsGenerated(kThreads);
   g_outcomes.clear();
   rl::test_params p;
   p.search_type = rl::sched_full;  // exhaustive

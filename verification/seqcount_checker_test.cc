@@ -165,25 +165,24 @@ TEST_CASE("stateless spins: the seqcount passes in far fewer executions") {
       full.blocked_executions, three.executions, three.blocked_executions,
       three.seconds, two_readers.executions, two_readers.blocked_executions);
 }
+// Whether the search with stateless_spins finds the mutation kM's assertion
+// failure, with kWrites writes.
+template <Mutation kM, unsigned kWrites = 2>
+bool FoundStateless() {
+  return Check<SeqCountTest<kM, 1, kWrites>>(false, true).test_result ==
+         rl::test_result_user_assert_failed;
+}
 TEST_CASE("stateless spins: every seqcount mutation is still found") {
-  CHECK(Check<SeqCountTest<kNoReleaseFence>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
-  CHECK(Check<SeqCountTest<kNoAcquireFence>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
-  CHECK(Check<SeqCountTest<kRelaxedEvenStore>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
-  CHECK(Check<SeqCountTest<kRelaxedFirstLoad>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
-  CHECK(Check<SeqCountTest<kNoOddCheck>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
-  CHECK(Check<SeqCountTest<kNoRecheck>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
+  CHECK(FoundStateless<kNoReleaseFence>());
+  CHECK(FoundStateless<kNoAcquireFence>());
+  CHECK(FoundStateless<kRelaxedEvenStore>());
+  CHECK(FoundStateless<kRelaxedFirstLoad>());
+  CHECK(FoundStateless<kNoOddCheck>());
+  CHECK(FoundStateless<kNoRecheck>());
   // With three writes too (the mutations' bugs need no third write, but
   // the reduction must not hide them behind it).
-  CHECK(Check<SeqCountTest<kNoAcquireFence, 1, 3>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
-  CHECK(Check<SeqCountTest<kRelaxedFirstLoad, 1, 3>>(false, true).test_result ==
-        rl::test_result_user_assert_failed);
+  CHECK(FoundStateless<kNoAcquireFence, 3>());
+  CHECK(FoundStateless<kRelaxedFirstLoad, 3>());
 }
 
 // The flag's contract, shown: a retry loop that counts its tries does carry
