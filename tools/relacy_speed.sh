@@ -43,15 +43,17 @@ SRC=$ROOT/tools/relacy_speed.cpp
   "$ROOT/verification/internal/engine.cc" -o "$WORK/ours" \
   >"$WORK/ours.build" 2>&1 || { echo "this checker: build failed (see $WORK/ours.build)"; exit 1; }
 
-seconds() {  # command... -> prints its wall-clock seconds; fails with it
+seconds() {  # command... -> prints its wall-clock seconds; fails with it.
+  # The command's output is kept in $WORK/last.out (executions reads it).
   local start end
   start=$(date +%s.%N)
-  "$@" >/dev/null || return 1
+  "$@" >"$WORK/last.out" || return 1
   end=$(date +%s.%N)
   echo "$start $end" | awk '{printf "%.3f", $2 - $1}'
 }
 median() { sort -g | awk '{v[NR] = $1} END {m = int((NR + 1) / 2); if (NR % 2) print v[m]; else printf "%.3f\n", (v[m] + v[m + 1]) / 2}'; }
-executions() { "$@" | awk '/^executions /{print $2}' | tail -1; }
+executions() { awk '/^executions /{print $2}' "$WORK/last.out" | tail -1; }
+per_second() { echo "$1 $2" | awk '{printf "%.0f", $1 / $2}'; }
 
 echo "random search, seqcount, $ITERATIONS iterations, $ROUNDS rounds (seconds):"
 : >"$WORK/random.real"
@@ -69,18 +71,17 @@ ours_med=$(median <"$WORK/random.ours")
 echo "  median: real $real_med s, ours $ours_med s; ours / real = $(echo "$ours_med $real_med" | awk '{printf "%.2f", $1 / $2}')"
 
 echo "exhaustive search, seqcount:"
-n_ours=$(executions "$WORK/ours" seqcount full)
 : >"$WORK/full.ours"
 for ((r = 1; r <= ROUNDS; ++r)); do
   seconds "$WORK/ours" seqcount full >>"$WORK/full.ours" && echo >>"$WORK/full.ours"
 done
+n_ours=$(executions)
 full_med=$(median <"$WORK/full.ours")
-echo "  ours: $n_ours executions (complete and pruned), median $full_med s, $(echo "$n_ours $full_med" | awk '{printf "%.0f", $1 / $2}') per second"
+echo "  ours: $n_ours executions (complete and pruned), median $full_med s, $(per_second "$n_ours" "$full_med") per second"
 if [[ $FULL == 1 ]]; then
-  start=$(date +%s.%N)
-  n_real=$(executions "$WORK/real" seqcount full)
-  end=$(date +%s.%N)
-  echo "  real: $n_real executions in $(echo "$start $end" | awk '{printf "%.1f", $2 - $1}') s, $(echo "$n_real $start $end" | awk '{printf "%.0f", $1 / ($3 - $2)}') per second"
+  s=$(seconds "$WORK/real" seqcount full)
+  n_real=$(executions)
+  echo "  real: $n_real executions in $s s, $(per_second "$n_real" "$s") per second"
 else
   echo "  real: not run (FULL=1 runs it: about 40 s)"
 fi
