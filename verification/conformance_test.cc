@@ -8,6 +8,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
@@ -513,6 +514,110 @@ TEST_CASE("spin: sampled runs of an RMW spin complete") {
   // Complete executions, not pruned ones, carry the check.
   CHECK(p.executions >= 990);
   MESSAGE(p.executions << " complete, " << p.blocked_executions << " pruned");
+}
+
+// A count of tries checked after the loop. Each identical try changes the
+// spinner's own state (the count), so waiting for the store after the
+// third try is another execution than waiting after the second: the
+// search may wait after each try it runs on. The count is found where a
+// test keeps it: in a register, on the stack (volatile), in a plain member
+// of the suite. C++20 lets the spinner read the stale 0 any number of
+// times; the search reaches spin_bound + 2 tries (default spin_bound 4:
+// 6). Real Relacy's full search reports the assertion for a limit of 3
+// and not for 4: there this checker's verdict is Relacy's for 3 and the
+// C++20 one (a count that is reachable) for 4 to 6. Before, the
+// running-on branch never waited, so every limit above 2 passed silently.
+enum class CountIn { kRegister, kStack, kMember };
+template <int kLimit, CountIn kWhere>
+struct CountedTries : rl::test_suite<CountedTries<kLimit, kWhere>, 2> {
+  rl::atomic<int> flag{0};
+  int member_tries = 0;
+  void thread(unsigned i) {
+    if (i == 1) {
+      flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
+      return;
+    }
+    int register_tries = 0;
+    volatile int stack_tries = 0;
+    // Pairs with: the release store of 1 (nothing published; the count is
+    // the point).
+    while (flag.load(rl::mo_acquire) == 0) {
+      if (kWhere == CountIn::kRegister) ++register_tries;
+      if (kWhere == CountIn::kStack) stack_tries = stack_tries + 1;
+      if (kWhere == CountIn::kMember) ++member_tries;
+      rl::yield();
+    }
+    RL_ASSERT(register_tries + stack_tries + member_tries < kLimit);
+  }
+};
+TEST_CASE(
+    "spin: a count of tries checked after the loop reaches spin_bound + 2") {
+  for (CountIn where :
+       {CountIn::kRegister, CountIn::kStack, CountIn::kMember}) {
+    CAPTURE(static_cast<int>(where));
+    const auto verdict = [where](auto limit) {
+      constexpr int kLimit = decltype(limit)::value;
+      switch (where) {
+        case CountIn::kRegister:
+          return rl_test::Full<CountedTries<kLimit, CountIn::kRegister>>();
+        case CountIn::kStack:
+          return rl_test::Full<CountedTries<kLimit, CountIn::kStack>>();
+        case CountIn::kMember:
+          break;
+      }
+      return rl_test::Full<CountedTries<kLimit, CountIn::kMember>>();
+    };
+    CHECK(verdict(std::integral_constant<int, 3>()) ==
+          rl::test_result_user_assert_failed);
+    CHECK(verdict(std::integral_constant<int, 6>()) ==
+          rl::test_result_user_assert_failed);
+    CHECK(verdict(std::integral_constant<int, 7>()) == rl::test_result_success);
+  }
+}
+
+// The same spin without a count: its identical tries leave the thread's
+// state as it was, so it waits only after its first identical try
+// (spin-assume), whatever spin_bound is; with the count, every bound adds
+// an execution (waiting after one more try).
+template <bool kCounted>
+struct SpinOnFlag : rl::test_suite<SpinOnFlag<kCounted>, 2> {
+  rl::atomic<int> flag{0};
+  rl::var<int> count{0};
+  void thread(unsigned i) {
+    if (i == 1) {
+      flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
+      return;
+    }
+    int tries = 0;
+    // Pairs with: the release store of 1.
+    while (flag.load(rl::mo_acquire) == 0) {
+      if (kCounted) ++tries;
+      rl::yield();
+    }
+    count($) = tries;  // the count leaves the loop
+  }
+};
+template <typename T>
+int CompleteExecutions(unsigned spin_bound) {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.print_summary = false;
+  p.spin_bound = spin_bound;
+  std::ostringstream out;
+  p.output_stream = &out;
+  rl::simulate<T>(p);
+  CHECK(p.test_result == rl::test_result_success);
+  return static_cast<int>(p.executions);
+}
+TEST_CASE("spin: only a loop whose state changes waits after each try") {
+  for (unsigned bound : {1u, 2u, 4u, 8u}) {
+    CAPTURE(bound);
+    // Reads 1 at once; reads 0 once; reads 0 twice and waits.
+    CHECK(CompleteExecutions<SpinOnFlag<false>>(bound) == 3);
+    // And waits after each of the `bound` tries it runs on.
+    CHECK(CompleteExecutions<SpinOnFlag<true>>(bound) ==
+          3 + static_cast<int>(bound));
+  }
 }
 
 // ------------------------------------------------- fairness and livelock

@@ -471,6 +471,10 @@ struct ThreadState : ThreadVars {
   // Spin-loop detection: reads since the last yield and in the interval
   // before it.
   std::vector<SpinRead> cur_reads, prev_reads;
+  // While running on (ThreadVars::continuing): the thread's own state
+  // (LoopState) at its last identical iteration, and a scratch copy.
+  std::vector<uintptr_t> loop_state, loop_state_next;
+  bool loop_state_known = false;
 };
 
 struct VarAcc {
@@ -589,6 +593,12 @@ class Engine {
   bool LastCasOk() const { return threads_[cur_].cas_ok; }
   bool WaitBlocked(const debug_info& info, bool on_last_read, bool timed);
   bool ForeignReadsRepeat(const ThreadState& th) const;
+  bool LoopStateChanged(ThreadState& th);
+  // The running thread's stack.
+  uintptr_t ThreadStackLo() const {
+    return reinterpret_cast<uintptr_t>(threads_[cur_].stack);
+  }
+  uintptr_t ThreadStackTop() const { return ThreadStackLo() + kStackSize; }
   void* HeapAlloc(size_t size, size_t align, int kind);
   // The size of p if it is a live (allocated, not freed) heap block.
   bool LiveBlockSize(const void* p, size_t* size) const {
@@ -1795,6 +1805,99 @@ bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
   return FramesInert(memo);
 }
 #endif
+
+// ---- a spin loop's own state
+//
+// An identical spin iteration (the same reads of the same writes, no
+// write) leaves the shared state as it was, but not always the thread's
+// own: a count of tries kept in a local and checked after the loop. What
+// the thread's code keeps across its call into rl::detail::Yield is the
+// callee-saved registers (a caller-saved one holds nothing across a call)
+// and the stack of the frames above that call; a test also keeps plain
+// state in its suite object. LoopState() reads all three, the first two
+// with the unwinder: in the context of the frame that called Yield,
+// _Unwind_GetGR gives the registers as that frame will see them again and
+// _Unwind_GetCFA that frame's stack pointer at the call. Architectures
+// without a list below, frames without unwind information or a stack not
+// the checker's answer "unknown", and the loop is then treated as it was
+// before: as carrying no state (docs/verification.md, "Spin loops").
+// Globals, thread_locals and the heap are not read.
+#if defined(__x86_64__)
+constexpr int kCalleeSaved[] = {3, 6, 12, 13, 14, 15};  // rbx rbp r12-r15
+#elif defined(__aarch64__)
+// x19-x29; d8-d15 (callee-saved too) are not read: a count of tries kept
+// in a floating-point register goes unseen.
+constexpr int kCalleeSaved[] = {19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29};
+#elif defined(__i386__)
+constexpr int kCalleeSaved[] = {3, 5, 6, 7};  // ebx ebp esi edi
+#else
+#define RL_NO_LOOP_STATE 1
+#endif
+
+#ifndef RL_NO_LOOP_STATE
+constexpr int kNumCalleeSaved = std::size(kCalleeSaved);
+
+struct LoopStateWalk {
+  bool after_yield = false;  // the frame walked last was Yield's
+  bool found = false;
+  uintptr_t sp = 0;
+  uintptr_t regs[kNumCalleeSaved] = {};
+};
+
+_Unwind_Reason_Code LoopStateStep(_Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<LoopStateWalk*>(arg);
+  if (w->after_yield) {  // the frame that called rl::detail::Yield
+    w->sp = _Unwind_GetCFA(ctx);
+    for (int i = 0; i < kNumCalleeSaved; ++i)
+      w->regs[i] = _Unwind_GetGR(ctx, kCalleeSaved[i]);
+    w->found = true;
+    return _URC_END_OF_STACK;
+  }
+  const uintptr_t fn = _Unwind_GetRegionStart(ctx);
+  if (fn == 0 || fn == reinterpret_cast<uintptr_t>(&ThreadEntry))
+    return _URC_END_OF_STACK;  // no unwind information, or no Yield frame
+  if (fn == reinterpret_cast<uintptr_t>(&Yield)) w->after_yield = true;
+  return _URC_NO_REASON;
+}
+
+// Copies the words of [sp, top) after the registers in *out. The stack
+// holds ASan's redzones between locals: read without ASan's checks, word
+// by word (volatile: not turned into an intercepted memcpy).
+__attribute__((no_sanitize("address"))) void CopyStackWords(
+    uintptr_t sp, uintptr_t top, std::vector<uintptr_t>* out) {
+  for (uintptr_t a = sp; a + sizeof(uintptr_t) <= top; a += sizeof(uintptr_t))
+    out->push_back(uintptr_t{*reinterpret_cast<const volatile uintptr_t*>(a)});
+}
+#endif
+
+// The running thread's own state at its yield, in *out (registers, then
+// stack words up to `top`, the end of its stack, then the suite object's
+// bytes); false if unknown.
+[[gnu::noinline]] bool LoopState(uintptr_t lo, uintptr_t top,
+                                 const SuiteIface& suite,
+                                 std::vector<uintptr_t>* out) {
+  out->clear();
+#ifdef RL_NO_LOOP_STATE
+  (void)lo;
+  (void)top;
+  (void)suite;
+  return false;
+#else
+  LoopStateWalk w;
+  _Unwind_Backtrace(&LoopStateStep, &w);
+  if (!w.found || w.sp < lo || w.sp >= top) return false;
+  out->assign(std::begin(w.regs), std::end(w.regs));
+  CopyStackWords(w.sp, top, out);
+  size_t size = 0;
+  const unsigned char* bytes = suite.Bytes(&size);
+  for (size_t i = 0; i < size; i += sizeof(uintptr_t)) {
+    uintptr_t word = 0;
+    std::memcpy(&word, bytes + i, std::min(sizeof(uintptr_t), size - i));
+    out->push_back(word);
+  }
+  return true;
+#endif
+}
 
 [[noreturn]] void Engine::Abandon() {
   if (in_thread_ && threads_[cur_].noabort == 0 &&
@@ -3474,11 +3577,23 @@ void Engine::Yield(const debug_info& info) {
   th.prev_reads.swap(th.cur_reads);
   th.cur_reads.clear();
   if (th.continuing > 0) {
-    // Running on: one more identical iteration. Past the bound, the
-    // execution in which the thread waited covers the rest; a sampled run
-    // (no such branch) waits now instead of ending unchecked.
-    if (++th.continuing <= p_.spin_bound) return;
-    if (!sampling_) Prune();
+    // Running on: one more identical iteration. If it changed the
+    // thread's own state (a count of tries), waiting after it is another
+    // execution than waiting after the first: the search may wait here
+    // too, so a count checked after the loop reaches spin_bound + 2. A
+    // loop whose state repeats waits only after its first identical
+    // iteration (spin-assume). Past the bound, the execution in which the
+    // thread waited covers the rest; a sampled run (no such branch) waits
+    // now instead of ending unchecked.
+    bool wait_now = false;
+    if ((!stale || sampling_) && LoopStateChanged(th)) {
+      Action a;
+      wait_now = Decide(DecideKind::kRand, 2, &a) && a.value == 0;
+    }
+    if (!wait_now) {
+      if (++th.continuing <= p_.spin_bound) return;
+      if (!sampling_) Prune();
+    }
     th.continuing = 0;
   } else if (!writing_spin && !th.released && p_.spin_bound > 0 &&
              !p_.stateless_spins) {
@@ -3491,6 +3606,8 @@ void Engine::Yield(const debug_info& info) {
     Action a;
     if (Decide(DecideKind::kRand, 2, &a) && a.value == 1) {
       th.continuing = 1;
+      th.loop_state_known =
+          LoopState(ThreadStackLo(), ThreadStackTop(), suite_, &th.loop_state);
       return;
     }
   }
@@ -3524,6 +3641,19 @@ bool Engine::ForeignReadsRepeat(const ThreadState& th) const {
     ++i;
     ++j;
   }
+}
+
+// Whether the running thread's own state (LoopState) differs from the one
+// at its previous identical iteration, which it then replaces; false if
+// either is unknown.
+bool Engine::LoopStateChanged(ThreadState& th) {
+  const bool known =
+      LoopState(ThreadStackLo(), ThreadStackTop(), suite_, &th.loop_state_next);
+  const bool changed =
+      known && th.loop_state_known && th.loop_state_next != th.loop_state;
+  th.loop_state.swap(th.loop_state_next);
+  th.loop_state_known = known;
+  return changed;
 }
 
 bool Engine::WaitBlocked(const debug_info& info, bool on_last_read,

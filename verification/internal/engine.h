@@ -168,6 +168,10 @@ class SuiteIface {
   virtual void Invariant() = 0;
   virtual bool HasInvariant() const = 0;
   virtual void Destroy() = 0;
+  // The suite object's bytes (after Create()): plain members a spin loop
+  // changes (a count of tries kept in the suite) are part of its thread's
+  // own state (docs/verification.md, "Spin loops").
+  virtual const unsigned char* Bytes(size_t* size) const = 0;
 };
 
 enum class RmwOp : uint8_t { kXchg, kAdd, kSub, kAnd, kOr, kXor };

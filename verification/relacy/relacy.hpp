@@ -1860,6 +1860,10 @@ class SuiteAdapter : public SuiteIface {
     if (obj_ != nullptr) obj_->~T();
     obj_ = nullptr;
   }
+  const unsigned char* Bytes(size_t* size) const override {
+    *size = sizeof(T);
+    return storage_;
+  }
 
  private:
   alignas(T) unsigned char storage_[sizeof(T)];
