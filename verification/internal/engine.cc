@@ -594,6 +594,7 @@ class Engine {
   bool WaitBlocked(const debug_info& info, bool on_last_read, bool timed);
   bool ForeignReadsRepeat(const ThreadState& th) const;
   bool LoopStateChanged(ThreadState& th, uintptr_t cfa);
+  bool CaptureLoopState(uintptr_t cfa, std::vector<uintptr_t>* out);
   // The running thread's stack.
   uintptr_t ThreadStackLo() const {
     return reinterpret_cast<uintptr_t>(threads_[cur_].stack);
@@ -1885,6 +1886,22 @@ __attribute__((no_sanitize("address"))) void CopyStackWords(
   for (size_t i = 0; i < n; ++i) dst[i] = src[i];
 }
 
+#endif
+
+// Appends the n bytes at p to *out, in words (the last one zero-padded),
+// without ASan's checks: a live block may hold a container's unused
+// capacity, which ASan poisons.
+__attribute__((no_sanitize("address"))) void CopyBytes(
+    uintptr_t p, size_t n, std::vector<uintptr_t>* out) {
+  const size_t old = out->size();
+  out->resize(old + (n + sizeof(uintptr_t) - 1) / sizeof(uintptr_t));
+  auto* dst = reinterpret_cast<unsigned char*>(out->data() + old);
+  const volatile unsigned char* src =
+      reinterpret_cast<const volatile unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+#ifndef RL_NO_LOOP_STATE
 #if defined(__x86_64__)
 // The saved registers' slots below Yield's return address (see above).
 constexpr uintptr_t kSlotsBelowCfa = 8 + 8 * kNumCalleeSaved;
@@ -1957,9 +1974,7 @@ bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
   CopyStackWords(cfa, top, out);
   size_t size = 0;
   const unsigned char* bytes = suite.Bytes(&size);
-  const size_t old = out->size();
-  out->resize(old + (size + sizeof(uintptr_t) - 1) / sizeof(uintptr_t));
-  std::memcpy(out->data() + old, bytes, size);
+  CopyBytes(reinterpret_cast<uintptr_t>(bytes), size, out);
   return true;
 #endif
 }
@@ -3671,8 +3686,7 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
     Action a;
     if (Decide(DecideKind::kRand, 2, &a) && a.value == 1) {
       th.continuing = 1;
-      th.loop_state_known = LoopState(cfa, ThreadStackLo(), ThreadStackTop(),
-                                      suite_, &th.loop_state);
+      th.loop_state_known = CaptureLoopState(cfa, &th.loop_state);
       return;
     }
   }
@@ -3712,13 +3726,26 @@ bool Engine::ForeignReadsRepeat(const ThreadState& th) const {
 // at its previous identical iteration, which it then replaces; false if
 // either is unknown.
 bool Engine::LoopStateChanged(ThreadState& th, uintptr_t cfa) {
-  const bool known = LoopState(cfa, ThreadStackLo(), ThreadStackTop(), suite_,
-                               &th.loop_state_next);
+  const bool known = CaptureLoopState(cfa, &th.loop_state_next);
   const bool changed =
       known && th.loop_state_known && th.loop_state_next != th.loop_state;
   th.loop_state.swap(th.loop_state_next);
   th.loop_state_known = known;
   return changed;
+}
+
+// LoopState(), then the contents of the test's live heap blocks (a count
+// kept in a node or a container's buffer). Between two captures only the
+// running-on thread ran, so a difference is its own doing.
+bool Engine::CaptureLoopState(uintptr_t cfa, std::vector<uintptr_t>* out) {
+  if (!LoopState(cfa, ThreadStackLo(), ThreadStackTop(), suite_, out))
+    return false;
+  for (const auto& [addr, block] : heap_) {
+    if (block.freed) continue;
+    out->push_back(addr);
+    CopyBytes(addr, block.size, out);
+  }
+  return true;
 }
 
 bool Engine::WaitBlocked(const debug_info& info, bool on_last_read,
