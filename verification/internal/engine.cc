@@ -1842,6 +1842,9 @@ constexpr int kCalleeSaved[] = {3, 6, 12, 13, 14, 15};  // rbx rbp r12-r15
 constexpr int kCalleeSaved[] = {19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29};
 #elif defined(__i386__)
 constexpr int kCalleeSaved[] = {3, 5, 6, 7};  // ebx ebp esi edi
+#elif defined(__arm__)
+// r4-r11 (ARM EHABI's core register numbers); d8-d15 are not read.
+constexpr int kCalleeSaved[] = {4, 5, 6, 7, 8, 9, 10, 11};
 #else
 #define RL_NO_LOOP_STATE 1
 #endif
@@ -1856,19 +1859,35 @@ struct LoopStateWalk {
   uintptr_t regs[kNumCalleeSaved] = {};
 };
 
+// A function's first instruction, as _Unwind_GetRegionStart gives it: a
+// Thumb function's pointer has bit 0 set, its code address does not.
+template <typename F>
+uintptr_t CodeStart(F* f) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(f);
+#ifdef __arm__
+  return a & ~uintptr_t{1};
+#else
+  return a;
+#endif
+}
+
 _Unwind_Reason_Code LoopStateStep(_Unwind_Context* ctx, void* arg) {
   auto* w = static_cast<LoopStateWalk*>(arg);
   if (w->after_yield) {  // the frame that called rl::detail::Yield
+#ifdef __arm__
+    w->sp = _Unwind_GetGR(ctx, 13);  // EHABI has no CFA: its sp at the call
+#else
     w->sp = _Unwind_GetCFA(ctx);
+#endif
     for (int i = 0; i < kNumCalleeSaved; ++i)
       w->regs[i] = _Unwind_GetGR(ctx, kCalleeSaved[i]);
     w->found = true;
     return _URC_END_OF_STACK;
   }
   const uintptr_t fn = _Unwind_GetRegionStart(ctx);
-  if (fn == 0 || fn == reinterpret_cast<uintptr_t>(&ThreadEntry))
+  if (fn == 0 || fn == CodeStart(&ThreadEntry))
     return _URC_END_OF_STACK;  // no unwind information, or no Yield frame
-  if (fn == reinterpret_cast<uintptr_t>(&Yield)) w->after_yield = true;
+  if (fn == CodeStart(&Yield)) w->after_yield = true;
   return _URC_NO_REASON;
 }
 
