@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
 
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
@@ -207,6 +209,29 @@ TEST_CASE("stateless spins: a loop that counts its tries breaks the contract") {
         rl::test_result_user_assert_failed);
   CHECK(Check<CountingRetry>(true, true).test_result ==
         rl::test_result_success);
+}
+
+// What the flag's run says: a try that read what the one before it read
+// yet changed the thread's own state (here the count) shows the promise
+// broken. The correct seqcount's retries, which keep nothing, are not
+// flagged.
+template <typename T>
+std::string StatelessOutput() {
+  rl::test_params p;
+  p.search_type = rl::sched_full;
+  p.stateless_spins = true;
+  std::ostringstream out;
+  p.output_stream = &out;
+  rl::simulate<T>(p);
+  return out.str();
+}
+TEST_CASE("stateless spins: a broken promise is said") {
+  constexpr const char* kSaid = "stateless_spins does not hold";
+  CHECK(StatelessOutput<CountingRetry>().find(kSaid) != std::string::npos);
+  CHECK(StatelessOutput<SeqCountTest<kCorrect>>().find(kSaid) ==
+        std::string::npos);
+  CHECK(StatelessOutput<SeqCountTest<kCorrect, 1, 3>>().find(kSaid) ==
+        std::string::npos);
 }
 
 // Exhaustive tier (PERCPU_MC_EXHAUSTIVE=1, target

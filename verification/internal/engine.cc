@@ -595,6 +595,9 @@ class Engine {
   bool ForeignReadsRepeat(const ThreadState& th) const;
   bool LoopStateChanged(ThreadState& th, uintptr_t cfa);
   bool CaptureLoopState(uintptr_t cfa, std::vector<uintptr_t>* out);
+  void CheckStatelessPromise(ThreadState& th, bool identical, bool same_site,
+                             uintptr_t cfa, const debug_info& info);
+  bool stateless_broken_ = false;  // CheckStatelessPromise said so
   // The running thread's stack.
   uintptr_t ThreadStackLo() const {
     return reinterpret_cast<uintptr_t>(threads_[cur_].stack);
@@ -3624,9 +3627,12 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
   // as the iteration before: the code since the thread's first yield, or
   // since another loop's, also runs code outside the loop, whose reads
   // are made once.
+  const bool same_site =
+      th.yield_line == info.line_ && th.yield_file == info.file_;
+  if (p_.stateless_spins && !stateless_broken_)
+    CheckStatelessPromise(th, same && same_site, same_site, cfa, info);
   if (!same && p_.stateless_spins && th.has_prev && !th.iter_wrote &&
-      th.yield_line == info.line_ && th.yield_file == info.file_ &&
-      SameLocations(th.cur_reads, th.prev_reads))
+      same_site && SameLocations(th.cur_reads, th.prev_reads))
     same = true;
   th.yield_file = info.file_;
   th.yield_line = info.line_;
@@ -3751,6 +3757,34 @@ bool Engine::LoopStateChanged(ThreadState& th, uintptr_t cfa) {
   th.loop_state.swap(th.loop_state_next);
   th.loop_state_known = known;
   return changed;
+}
+
+// test_params::stateless_spins promises that no retry loop carries state
+// from one try into the next. A try that read exactly what the one before
+// it read and wrote nothing, yet changed the thread's own state (a count
+// of tries), shows the promise broken: the reduction may then have pruned
+// executions that matter. Said once per run, on the output stream; the
+// verdict stands. (With the promise, loops do not run on, so the running-
+// on captures' vectors are free here.)
+void Engine::CheckStatelessPromise(ThreadState& th, bool identical,
+                                   bool same_site, uintptr_t cfa,
+                                   const debug_info& info) {
+  if (!same_site) {
+    th.loop_state_known = CaptureLoopState(cfa, &th.loop_state);
+    return;
+  }
+  const bool known = CaptureLoopState(cfa, &th.loop_state_next);
+  if (identical && known && th.loop_state_known &&
+      th.loop_state_next != th.loop_state) {
+    stateless_broken_ = true;
+    *out_ << name_ << ": stateless_spins does not hold: the loop yielding at "
+          << BaseName(info.file_) << ":" << info.line_ << " (thread " << cur_
+          << ") changed its own state in a try that read what the try before "
+             "it read (a count of tries?); executions that depend on it may "
+             "have been left out: run without stateless_spins\n";
+  }
+  th.loop_state.swap(th.loop_state_next);
+  th.loop_state_known = known;
 }
 
 // LoopState(), then the contents of the test's live heap blocks (a count
