@@ -1852,6 +1852,24 @@ constexpr int kCalleeSaved[] = {4, 5, 6, 7, 8, 9, 10, 11};
 #define RL_NO_LOOP_STATE 1
 #endif
 
+// Appends the n bytes at p to *out, in words (the last one zero-padded).
+// Read without ASan's checks: the stack holds redzones between locals, a
+// live heap block a container's unused capacity, both poisoned; volatile,
+// so the loops do not become an intercepted memcpy.
+__attribute__((no_sanitize("address"))) void CopyBytes(
+    uintptr_t p, size_t n, std::vector<uintptr_t>* out) {
+  const size_t old = out->size();
+  const size_t words = n / sizeof(uintptr_t);
+  out->resize(old + (n + sizeof(uintptr_t) - 1) / sizeof(uintptr_t));
+  uintptr_t* dst = out->data() + old;
+  const auto* src = reinterpret_cast<const volatile uintptr_t*>(p);
+  for (size_t i = 0; i < words; ++i) dst[i] = src[i];
+  const auto* tail = reinterpret_cast<const volatile unsigned char*>(p);
+  auto* dst_tail = reinterpret_cast<unsigned char*>(dst + words);
+  for (size_t i = words * sizeof(uintptr_t); i < n; ++i)
+    dst_tail[i - words * sizeof(uintptr_t)] = tail[i];
+}
+
 #ifndef RL_NO_LOOP_STATE
 constexpr int kNumCalleeSaved = std::size(kCalleeSaved);
 
@@ -1894,36 +1912,6 @@ _Unwind_Reason_Code LoopStateStep(_Unwind_Context* ctx, void* arg) {
   return _URC_NO_REASON;
 }
 
-// Appends the words of [from, to) to *out. The stack holds ASan's
-// redzones between locals: read without ASan's checks, word by word
-// (volatile: not turned into an intercepted memcpy).
-__attribute__((no_sanitize("address"))) void CopyStackWords(
-    uintptr_t from, uintptr_t to, std::vector<uintptr_t>* out) {
-  const size_t n = to > from ? (to - from) / sizeof(uintptr_t) : 0;
-  const size_t old = out->size();
-  out->resize(old + n);
-  uintptr_t* dst = out->data() + old;
-  const volatile uintptr_t* src =
-      reinterpret_cast<const volatile uintptr_t*>(from);
-  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
-}
-
-#endif
-
-// Appends the n bytes at p to *out, in words (the last one zero-padded),
-// without ASan's checks: a live block may hold a container's unused
-// capacity, which ASan poisons.
-__attribute__((no_sanitize("address"))) void CopyBytes(
-    uintptr_t p, size_t n, std::vector<uintptr_t>* out) {
-  const size_t old = out->size();
-  out->resize(old + (n + sizeof(uintptr_t) - 1) / sizeof(uintptr_t));
-  auto* dst = reinterpret_cast<unsigned char*>(out->data() + old);
-  const volatile unsigned char* src =
-      reinterpret_cast<const volatile unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
-}
-
-#ifndef RL_NO_LOOP_STATE
 #if defined(__x86_64__)
 // The saved registers' slots below Yield's return address (see above).
 constexpr uintptr_t kSlotsBelowCfa = 8 + 8 * kNumCalleeSaved;
@@ -1937,7 +1925,7 @@ int g_layout_checked = 0;
 // prologue's).
 bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
   std::vector<uintptr_t> slots, regs(std::begin(w.regs), std::end(w.regs));
-  CopyStackWords(cfa - kSlotsBelowCfa, cfa - 8, &slots);
+  CopyBytes(cfa - kSlotsBelowCfa, kSlotsBelowCfa - 8, &slots);
   std::sort(slots.begin(), slots.end());
   std::sort(regs.begin(), regs.end());
   return slots == regs;
@@ -1991,9 +1979,10 @@ bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
   }
 #if defined(__x86_64__)
   // The slots (a walk that checked them read the same values).
-  if (g_layout_checked >= 0) CopyStackWords(cfa - kSlotsBelowCfa, cfa - 8, out);
+  if (g_layout_checked >= 0)
+    CopyBytes(cfa - kSlotsBelowCfa, kSlotsBelowCfa - 8, out);
 #endif
-  CopyStackWords(cfa, top, out);
+  CopyBytes(cfa, top - cfa, out);
   size_t size = 0;
   const unsigned char* bytes = suite.Bytes(&size);
   CopyBytes(reinterpret_cast<uintptr_t>(bytes), size, out);
@@ -2005,8 +1994,8 @@ bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
   if (in_thread_ && threads_[cur_].noabort == 0 &&
       std::uncaught_exceptions() == 0) {
 #ifdef RL_FRAME_MEMO
-    const uintptr_t lo = reinterpret_cast<uintptr_t>(threads_[cur_].stack);
-    const bool inert = FramesInertFast(&frame_memo_, lo, lo + kStackSize);
+    const bool inert =
+        FramesInertFast(&frame_memo_, ThreadStackLo(), ThreadStackTop());
 #else
     const bool inert = FramesInert(nullptr);
 #endif
@@ -3773,9 +3762,7 @@ void Engine::CheckStatelessPromise(ThreadState& th, bool identical,
     th.loop_state_known = CaptureLoopState(cfa, &th.loop_state);
     return;
   }
-  const bool known = CaptureLoopState(cfa, &th.loop_state_next);
-  if (identical && known && th.loop_state_known &&
-      th.loop_state_next != th.loop_state) {
+  if (LoopStateChanged(th, cfa) && identical) {
     stateless_broken_ = true;
     *out_ << name_ << ": stateless_spins does not hold: the loop yielding at "
           << BaseName(info.file_) << ":" << info.line_ << " (thread " << cur_
@@ -3783,8 +3770,6 @@ void Engine::CheckStatelessPromise(ThreadState& th, bool identical,
              "it read (a count of tries?); executions that depend on it may "
              "have been left out: run without stateless_spins\n";
   }
-  th.loop_state.swap(th.loop_state_next);
-  th.loop_state_known = known;
 }
 
 // LoopState(), then the contents of the test's live heap blocks (a count
