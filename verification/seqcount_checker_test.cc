@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
+#include "test_support.h"
 
 namespace {
 
@@ -217,13 +217,11 @@ TEST_CASE("stateless spins: a loop that counts its tries breaks the contract") {
 // flagged.
 template <typename T>
 std::string StatelessOutput() {
-  rl::test_params p;
-  p.search_type = rl::sched_full;
-  p.stateless_spins = true;
-  std::ostringstream out;
-  p.output_stream = &out;
-  rl::simulate<T>(p);
-  return out.str();
+  rl::test_params stateless;
+  stateless.stateless_spins = true;
+  std::string out;
+  rl_test::RunFull<T>(nullptr, &out, stateless);
+  return out;
 }
 TEST_CASE("stateless spins: a broken promise is said") {
   constexpr const char* kSaid = "stateless_spins does not hold";

@@ -19,13 +19,15 @@
 namespace rl_test {
 
 // Explores T exhaustively (sched_full) and returns its verdict. The trace
-// of a failing execution is kept out of the log (*trace, if given,
-// receives it); *out, if given, receives the parameters after the run
-// (executions, stop_iteration, final_state).
+// of a failing execution, and anything else the run prints, is kept out of
+// the log (*trace, if given, receives it); *out, if given, receives the
+// parameters after the run (executions, stop_iteration, final_state).
+// base: the other parameters (stateless_spins, spin_bound, ...).
 template <typename T>
 rl::test_result_e RunFull(rl::test_params* out = nullptr,
-                          std::string* trace_out = nullptr) {
-  rl::test_params p;
+                          std::string* trace_out = nullptr,
+                          const rl::test_params& base = rl::test_params()) {
+  rl::test_params p = base;
   p.search_type = rl::sched_full;
   p.print_summary = false;
   std::ostringstream trace;
