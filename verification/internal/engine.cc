@@ -1835,19 +1835,40 @@ bool FramesInert(std::unordered_map<uintptr_t, FrameMemo>* memo) {
 // check fails, every capture walks. Architectures without a list below,
 // frames without unwind information or a stack not the checker's answer
 // "unknown", and the loop is then treated as carrying no state, as before
-// (docs/verification.md, "A loop that keeps a count"). Globals,
-// thread_locals and the heap are not read.
+// (docs/verification.md, "A loop that keeps a count"). Globals and
+// thread_locals are not read.
+//
+// Floating-point registers: x86-64 and i386 have no callee-saved ones
+// (SysV ABIs: every xmm and x87 register is caller-saved, so a value kept
+// across the call is on the stack). AArch64 and ARM hard-float keep d8-d15
+// across calls (AAPCS64 6.1.2; AAPCS 6.1.2.1: the low 64 bits of v8-v15,
+// s16-s31): a count kept in a double lives there at -O2, and before they
+// were read such a loop was explored as stateless (a silent pass).
 #if defined(__x86_64__)
 constexpr int kCalleeSaved[] = {3, 6, 12, 13, 14, 15};  // rbx rbp r12-r15
+constexpr int kFpCalleeSaved = 0;
 #elif defined(__aarch64__)
-// x19-x29; d8-d15 (callee-saved too) are not read: a count of tries kept
-// in a floating-point register goes unseen.
 constexpr int kCalleeSaved[] = {19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29};
+// d8-d15: DWARF numbers 72-79 (v8-v15; the unwinder keeps their low 64
+// bits, the callee-saved part).
+constexpr int kFpCalleeSaved = 8;
+constexpr int kFpDwarfFirst = 72;
 #elif defined(__i386__)
 constexpr int kCalleeSaved[] = {3, 5, 6, 7};  // ebx ebp esi edi
+constexpr int kFpCalleeSaved = 0;
 #elif defined(__arm__)
-// r4-r11 (ARM EHABI's core register numbers); d8-d15 are not read.
+// r4-r11 (ARM EHABI's core register numbers).
 constexpr int kCalleeSaved[] = {4, 5, 6, 7, 8, 9, 10, 11};
+#if defined(__ARM_PCS_VFP) || (defined(__ARM_FP) && !defined(__SOFTFP__))
+// d8-d15. libgcc's EHABI _Unwind_VRS_Get reads core registers only
+// (_UVRSR_NOT_IMPLEMENTED for VFP), so rl::detail::Yield stores them on
+// entry, before its body can use them, where LoopState() reads them.
+constexpr int kFpCalleeSaved = 8;
+#define RL_FP_AT_YIELD_ENTRY 1
+uint64_t g_yield_fp_regs[kFpCalleeSaved];
+#else
+constexpr int kFpCalleeSaved = 0;  // no VFP registers in use
+#endif
 #else
 #define RL_NO_LOOP_STATE 1
 #endif
@@ -1878,7 +1899,23 @@ struct LoopStateWalk {
   bool found = false;
   uintptr_t sp = 0;
   uintptr_t regs[kNumCalleeSaved] = {};
+  // d8-d15 as the caller will see them again (kFpCalleeSaved of them).
+  uint64_t fp_regs[kFpCalleeSaved > 0 ? kFpCalleeSaved : 1] = {};
 };
+
+// Reads d8-d15 of the frame ctx describes into w->fp_regs.
+void ReadFpCalleeSaved(_Unwind_Context* ctx, LoopStateWalk* w) {
+#if defined(__aarch64__)
+  for (int i = 0; i < kFpCalleeSaved; ++i)
+    w->fp_regs[i] = _Unwind_GetGR(ctx, kFpDwarfFirst + i);
+#elif defined(__arm__)
+  (void)ctx;
+  std::memcpy(w->fp_regs, g_yield_fp_regs, sizeof(w->fp_regs));
+#else
+  (void)ctx;
+  (void)w;
+#endif
+}
 
 // A function's first instruction, as _Unwind_GetRegionStart gives it: a
 // Thumb function's pointer has bit 0 set, its code address does not.
@@ -1902,6 +1939,7 @@ _Unwind_Reason_Code LoopStateStep(_Unwind_Context* ctx, void* arg) {
 #endif
     for (int i = 0; i < kNumCalleeSaved; ++i)
       w->regs[i] = _Unwind_GetGR(ctx, kCalleeSaved[i]);
+    ReadFpCalleeSaved(ctx, w);
     w->found = true;
     return _URC_END_OF_STACK;
   }
@@ -1975,6 +2013,8 @@ bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
     if (g_layout_checked < 0) out->assign(std::begin(w.regs), std::end(w.regs));
 #else
     out->assign(std::begin(w.regs), std::end(w.regs));
+    if (kFpCalleeSaved > 0)
+      CopyBytes(reinterpret_cast<uintptr_t>(w.fp_regs), sizeof(w.fp_regs), out);
 #endif
   }
 #if defined(__x86_64__)
@@ -4891,8 +4931,17 @@ void Yield(unsigned count, const debug_info& info) {
   // Saves every callee-saved register of the caller in this frame, where
   // LoopState() reads them (a spin loop's own state).
   __builtin_unwind_init();
+#ifdef RL_FP_AT_YIELD_ENTRY
+  // The caller's d8-d15, first: nothing here has used them yet (see
+  // kFpCalleeSaved).
+  uint64_t fp_regs[kFpCalleeSaved];
+  asm volatile("vstmia %0, {d8-d15}" : : "r"(fp_regs) : "memory");
+#endif
   if (g_generation == 0 || g_engine->aborting() || g_engine->observing())
     return;
+#ifdef RL_FP_AT_YIELD_ENTRY
+  std::memcpy(g_yield_fp_regs, fp_regs, sizeof(fp_regs));
+#endif
   EngineScope engine;
   g_engine->Yield(info, reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
