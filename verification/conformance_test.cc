@@ -530,14 +530,18 @@ TEST_CASE("spin: sampled runs of an RMW spin complete") {
 // for a limit of 3 and not for 4: there this checker's verdict is Relacy's for
 // 3 and the C++20 one (a count that is reachable) for 4 to 6. Before, the
 // running-on branch never waited, so every limit above 2 passed silently.
+// The writer is thread 1, or thread 0: then the search runs the store first
+// and the spinner's tries read the older 0 (stale), and until stale tries
+// that change the count got a wait branch of their own (must_leave) every
+// limit above 1 passed silently.
 enum class CountIn { kRegister, kFpRegister, kStack, kMember, kHeap };
-template <int kLimit, CountIn kWhere>
-struct CountedTries : rl::test_suite<CountedTries<kLimit, kWhere>, 2> {
+template <int kLimit, CountIn kWhere, unsigned kWriter = 1>
+struct CountedTries : rl::test_suite<CountedTries<kLimit, kWhere, kWriter>, 2> {
   rl::atomic<int> flag{0};
   int member_tries = 0;
   std::vector<int> heap_tries = std::vector<int>(1, 0);
   void thread(unsigned i) {
-    if (i == 1) {
+    if (i == kWriter) {
       flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
       return;
     }
@@ -564,28 +568,73 @@ TEST_CASE(
   for (CountIn where : {CountIn::kRegister, CountIn::kFpRegister,
                         CountIn::kStack, CountIn::kMember, CountIn::kHeap}) {
     CAPTURE(static_cast<int>(where));
-    const auto verdict = [where](auto limit) {
-      constexpr int kLimit = decltype(limit)::value;
-      switch (where) {
-        case CountIn::kRegister:
-          return rl_test::Full<CountedTries<kLimit, CountIn::kRegister>>();
-        case CountIn::kFpRegister:
-          return rl_test::Full<CountedTries<kLimit, CountIn::kFpRegister>>();
-        case CountIn::kStack:
-          return rl_test::Full<CountedTries<kLimit, CountIn::kStack>>();
-        case CountIn::kMember:
-          return rl_test::Full<CountedTries<kLimit, CountIn::kMember>>();
-        case CountIn::kHeap:
-          break;
-      }
-      return rl_test::Full<CountedTries<kLimit, CountIn::kHeap>>();
+    const auto check = [where](auto writer) {
+      constexpr unsigned kWriter = decltype(writer)::value;
+      CAPTURE(kWriter);
+      const auto verdict = [where](auto limit) {
+        constexpr int kLimit = decltype(limit)::value;
+        using C = CountIn;
+        switch (where) {
+          case C::kRegister:
+            return rl_test::Full<CountedTries<kLimit, C::kRegister, kWriter>>();
+          case C::kFpRegister:
+            return rl_test::Full<
+                CountedTries<kLimit, C::kFpRegister, kWriter>>();
+          case C::kStack:
+            return rl_test::Full<CountedTries<kLimit, C::kStack, kWriter>>();
+          case C::kMember:
+            return rl_test::Full<CountedTries<kLimit, C::kMember, kWriter>>();
+          case C::kHeap:
+            break;
+        }
+        return rl_test::Full<CountedTries<kLimit, C::kHeap, kWriter>>();
+      };
+      CHECK(verdict(std::integral_constant<int, 2>()) ==
+            rl::test_result_user_assert_failed);
+      CHECK(verdict(std::integral_constant<int, 3>()) ==
+            rl::test_result_user_assert_failed);
+      CHECK(verdict(std::integral_constant<int, 6>()) ==
+            rl::test_result_user_assert_failed);
+      CHECK(verdict(std::integral_constant<int, 7>()) ==
+            rl::test_result_success);
     };
-    CHECK(verdict(std::integral_constant<int, 3>()) ==
-          rl::test_result_user_assert_failed);
-    CHECK(verdict(std::integral_constant<int, 6>()) ==
-          rl::test_result_user_assert_failed);
-    CHECK(verdict(std::integral_constant<int, 7>()) == rl::test_result_success);
+    check(std::integral_constant<unsigned, 1>());
+    check(std::integral_constant<unsigned, 0>());
   }
+}
+
+// "Try N times, then the slow path", left after exactly K failed tries
+// (K < N: the K + 1-th try read the store), with the writer numbered below
+// the spinner: the search runs its store first, so each failed try reads
+// the older 0 (stale). Real Relacy's full search reports K = 2 and 3 (the
+// relacy_diff.py --spin program that found it); before must_leave this
+// checker said SUCCESS for every K above 1.
+template <int kLeftAfter, int kTries>
+struct BoundedRetryLeft
+    : rl::test_suite<BoundedRetryLeft<kLeftAfter, kTries>, 2> {
+  rl::atomic<int> flag{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
+      return;
+    }
+    int tries = 0;
+    // Pairs with: the release store of 1.
+    while (flag.load(rl::mo_acquire) == 0 && tries < kTries) {
+      ++tries;
+      rl::yield();
+    }
+    RL_ASSERT(tries != kLeftAfter);
+  }
+};
+TEST_CASE("spin: a bounded retry left after K stale tries is explored") {
+  using rl_test::Full;
+  CHECK(Full<BoundedRetryLeft<1, 4>>() == rl::test_result_user_assert_failed);
+  CHECK(Full<BoundedRetryLeft<2, 4>>() == rl::test_result_user_assert_failed);
+  CHECK(Full<BoundedRetryLeft<3, 4>>() == rl::test_result_user_assert_failed);
+  CHECK(Full<BoundedRetryLeft<4, 4>>() == rl::test_result_user_assert_failed);
+  CHECK(Full<BoundedRetryLeft<2, 3>>() == rl::test_result_user_assert_failed);
+  CHECK(Full<BoundedRetryLeft<5, 4>>() == rl::test_result_success);
 }
 
 // The same spin without a count: its identical tries leave the thread's
