@@ -430,7 +430,65 @@ class DynGenerator(Generator):
                 ['  ' + b for b in body] + join + ['}'])
 
 
-DIALECTS = [PosixGenerator, Win32Generator, HeapGenerator, DynGenerator]
+class SpinGenerator(Generator):
+    """Retry loops that count their tries, the count kept in an int (a
+    register), a double (an FP register where the ABI keeps one across
+    calls) or a volatile int (the stack): "try N times, then the slow path"
+    (N of 2 or 3), or a spin without a bound. After the loop a count from 1
+    to 3 (at most N) is asserted against or runs a path of statements, or
+    the count is published. A count below N means the loop was left by
+    reading the write after exactly that many failed tries: waiting after
+    each try it ran on, a stale one included (the writer numbered below
+    the spinner). Relacy's full search runs a thread on for at most 3
+    failed tries in a row while the writer is late, this checker for
+    spin_bound + 2 (6) -- C++20 allows any number -- so a program asks for
+    no more than 3: a bound of 4 reached, or two counted loops in a row in
+    one thread, gave failures only this checker found (a Relacy miss; the
+    first version of this dialect met three). One such loop per program."""
+
+    FLAG = '--spin'
+    HELP = 'retry loops that count their tries (bounded spins, slow paths)'
+    COUNT_TYPES = ['int', 'double', 'volatile int']
+
+    def program(self, idx, n_mutex=None):
+        self.counted = False
+        return Generator.program(self, idx, n_mutex)
+
+    def statement(self, depth, locals_, held, n_mutex):
+        rng = self.rng
+        if depth >= 2 or self.counted or rng.random() >= 0.3:
+            return Generator.statement(self, depth, locals_, held, n_mutex)
+        self.counted = True
+        c = self.fresh('c')
+        cond = 'a%d($).load(rl::memory_order_%s) == 0' % (
+            rng.randrange(2), rng.choice(MO_LOAD))
+        if rng.random() < 0.5:
+            n = rng.choice([2, 3])
+            cond += ' && %s < %d' % (c, n)
+        else:
+            n = 3  # no bound: counts past 3 are checked by nobody
+        want = rng.randrange(1, n + 1)
+        lines = ['%s %s = 0;' % (rng.choice(self.COUNT_TYPES), c),
+                 'while (%s) {' % cond, '  %s = %s + 1;' % (c, c),
+                 '  rl::yield(1, $);', '}']
+        k = rng.random()
+        if k < 0.4:
+            return lines + ['RL_ASSERT(%s != %d);' % (c, want)]
+        if k < 0.6:
+            return lines + ['a%d($).store(static_cast<int>(%s), '
+                            'rl::memory_order_%s);' %
+                            (rng.randrange(2), c, rng.choice(MO_STORE))]
+        body = []
+        inner = list(locals_)  # names declared inside stay inside
+        for _ in range(rng.randrange(1, 3)):
+            body += Generator.statement(self, depth + 1, inner, held,
+                                        n_mutex)
+        return (lines + ['if (%s == %d) {' % (c, want)] +
+                ['  ' + b for b in body] + ['}'])
+
+
+DIALECTS = [PosixGenerator, Win32Generator, HeapGenerator, DynGenerator,
+            SpinGenerator]
 
 
 def source(n, seed, dialect=Generator, search='full', iterations=1000):
