@@ -563,44 +563,28 @@ struct CountedTries : rl::test_suite<CountedTries<kLimit, kWhere, kWriter>, 2> {
               kLimit);
   }
 };
+template <CountIn kWhere, unsigned kWriter>
+void CheckCountedTries() {
+  CAPTURE(static_cast<int>(kWhere));
+  CAPTURE(kWriter);
+  using rl_test::Full;
+  CHECK(Full<CountedTries<2, kWhere, kWriter>>() ==
+        rl::test_result_user_assert_failed);
+  CHECK(Full<CountedTries<3, kWhere, kWriter>>() ==
+        rl::test_result_user_assert_failed);
+  CHECK(Full<CountedTries<6, kWhere, kWriter>>() ==
+        rl::test_result_user_assert_failed);
+  CHECK(Full<CountedTries<7, kWhere, kWriter>>() == rl::test_result_success);
+}
+// Each place of the count, the writer as thread 1 and then as thread 0.
+template <CountIn... kWheres>
+void CheckCountedTriesIn() {
+  ((CheckCountedTries<kWheres, 1>(), CheckCountedTries<kWheres, 0>()), ...);
+}
 TEST_CASE(
     "spin: a count of tries checked after the loop reaches spin_bound + 2") {
-  for (CountIn where : {CountIn::kRegister, CountIn::kFpRegister,
-                        CountIn::kStack, CountIn::kMember, CountIn::kHeap}) {
-    CAPTURE(static_cast<int>(where));
-    const auto check = [where](auto writer) {
-      constexpr unsigned kWriter = decltype(writer)::value;
-      CAPTURE(kWriter);
-      const auto verdict = [where](auto limit) {
-        constexpr int kLimit = decltype(limit)::value;
-        using C = CountIn;
-        switch (where) {
-          case C::kRegister:
-            return rl_test::Full<CountedTries<kLimit, C::kRegister, kWriter>>();
-          case C::kFpRegister:
-            return rl_test::Full<
-                CountedTries<kLimit, C::kFpRegister, kWriter>>();
-          case C::kStack:
-            return rl_test::Full<CountedTries<kLimit, C::kStack, kWriter>>();
-          case C::kMember:
-            return rl_test::Full<CountedTries<kLimit, C::kMember, kWriter>>();
-          case C::kHeap:
-            break;
-        }
-        return rl_test::Full<CountedTries<kLimit, C::kHeap, kWriter>>();
-      };
-      CHECK(verdict(std::integral_constant<int, 2>()) ==
-            rl::test_result_user_assert_failed);
-      CHECK(verdict(std::integral_constant<int, 3>()) ==
-            rl::test_result_user_assert_failed);
-      CHECK(verdict(std::integral_constant<int, 6>()) ==
-            rl::test_result_user_assert_failed);
-      CHECK(verdict(std::integral_constant<int, 7>()) ==
-            rl::test_result_success);
-    };
-    check(std::integral_constant<unsigned, 1>());
-    check(std::integral_constant<unsigned, 0>());
-  }
+  CheckCountedTriesIn<CountIn::kRegister, CountIn::kFpRegister, CountIn::kStack,
+                      CountIn::kMember, CountIn::kHeap>();
 }
 
 // "Try N times, then the slow path", left after exactly K failed tries

@@ -2049,18 +2049,14 @@ bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
       CopyBytes(reinterpret_cast<uintptr_t>(w.fp_regs), sizeof(w.fp_regs), out);
 #endif
   }
+  uintptr_t from = cfa;
 #if defined(__x86_64__)
-  // The slots (a walk that checked them read the same values) and the
-  // stack above, in one copy: between them lies Yield's return address,
+  // The slots too (a walk that checked them read the same values), in the
+  // same copy: between them and the stack lies Yield's return address,
   // the same at every capture of one call site.
-  if (g_layout_checked >= 0) {
-    CopyBytes(cfa - kSlotsBelowCfa, top - (cfa - kSlotsBelowCfa), out);
-  } else {
-    CopyBytes(cfa, top - cfa, out);
-  }
-#else
-  CopyBytes(cfa, top - cfa, out);
+  if (g_layout_checked >= 0) from -= kSlotsBelowCfa;
 #endif
+  CopyBytes(from, top - from, out);
   size_t size = 0;
   const unsigned char* bytes = suite.Bytes(&size);
   CopyBytes(reinterpret_cast<uintptr_t>(bytes), size, out);
