@@ -433,7 +433,8 @@ class DynGenerator(Generator):
 class SpinGenerator(Generator):
     """Retry loops that count their tries, the count kept in an int (a
     register), a double (an FP register where the ABI keeps one across
-    calls) or a volatile int (the stack): "try N times, then the slow path"
+    calls), a volatile int (the stack), a static local or a thread_local
+    (a global): "try N times, then the slow path"
     (N of 2 or 3), or a spin without a bound. After the loop a count from 1
     to 3 (at most N) is asserted against or runs a path of statements, or
     the count is published. A count below N means the loop was left by
@@ -448,7 +449,10 @@ class SpinGenerator(Generator):
 
     FLAG = '--spin'
     HELP = 'retry loops that count their tries (bounded spins, slow paths)'
-    COUNT_TYPES = ['int', 'double', 'volatile int']
+    # A static local or a thread_local (shared by all test threads: both
+    # checkers run them on one OS thread) is assigned 0 at each entry.
+    COUNT_TYPES = ['int', 'double', 'volatile int', 'static int',
+                   'thread_local int']
 
     def program(self, idx, n_mutex=None):
         self.counted = False
@@ -468,8 +472,8 @@ class SpinGenerator(Generator):
         else:
             n = 3  # no bound: counts past 3 are checked by nobody
         want = rng.randrange(1, n + 1)
-        lines = ['%s %s = 0;' % (rng.choice(self.COUNT_TYPES), c),
-                 'while (%s) {' % cond, '  %s = %s + 1;' % (c, c),
+        lines = ['%s %s;' % (rng.choice(self.COUNT_TYPES), c),
+                 '%s = 0;' % c, 'while (%s) {' % cond, '  %s = %s + 1;' % (c, c),
                  '  rl::yield(1, $);', '}']
         k = rng.random()
         if k < 0.4:
