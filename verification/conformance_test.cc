@@ -534,7 +534,23 @@ TEST_CASE("spin: sampled runs of an RMW spin complete") {
 // and the spinner's tries read the older 0 (stale), and until stale tries
 // that change the count got a wait branch of their own (must_leave) every
 // limit above 1 passed silently.
-enum class CountIn { kRegister, kFpRegister, kStack, kMember, kHeap };
+// The count in a global or a thread_local (shared by the checker's
+// threads, which all run on one OS thread) too, where the checker reads
+// them: not in a statically linked program (the 32-bit lanes), where
+// nothing tells the test's globals from libc's.
+enum class CountIn {
+  kRegister,
+  kFpRegister,
+  kStack,
+  kMember,
+  kHeap,
+  kGlobal,
+  kThreadLocal
+};
+// An array, so that the count is read among whole words copied as a
+// block; the thread_local alone, as a masked word.
+int g_counted_tries[32] = {};
+thread_local int t_counted_tries = 0;
 template <int kLimit, CountIn kWhere, unsigned kWriter = 1>
 struct CountedTries : rl::test_suite<CountedTries<kLimit, kWhere, kWriter>, 2> {
   rl::atomic<int> flag{0};
@@ -548,6 +564,8 @@ struct CountedTries : rl::test_suite<CountedTries<kLimit, kWhere, kWriter>, 2> {
     int register_tries = 0;
     double fp_tries = 0;
     volatile int stack_tries = 0;
+    g_counted_tries[17] = 0;
+    t_counted_tries = 0;
     // Pairs with: the release store of 1 (nothing published; the count is
     // the point).
     while (flag.load(rl::mo_acquire) == 0) {
@@ -556,10 +574,12 @@ struct CountedTries : rl::test_suite<CountedTries<kLimit, kWhere, kWriter>, 2> {
       if (kWhere == CountIn::kStack) stack_tries = stack_tries + 1;
       if (kWhere == CountIn::kMember) ++member_tries;
       if (kWhere == CountIn::kHeap) ++heap_tries[0];
+      if (kWhere == CountIn::kGlobal) ++g_counted_tries[17];
+      if (kWhere == CountIn::kThreadLocal) ++t_counted_tries;
       rl::yield();
     }
     RL_ASSERT(register_tries + stack_tries + member_tries + heap_tries[0] +
-                  fp_tries <
+                  fp_tries + g_counted_tries[17] + t_counted_tries <
               kLimit);
   }
 };
@@ -585,6 +605,16 @@ TEST_CASE(
     "spin: a count of tries checked after the loop reaches spin_bound + 2") {
   CheckCountedTriesIn<CountIn::kRegister, CountIn::kFpRegister, CountIn::kStack,
                       CountIn::kMember, CountIn::kHeap>();
+}
+// No dynamic section: a statically linked program.
+extern "C" char _DYNAMIC[] __attribute__((weak));
+TEST_CASE("spin: a count of tries in a global or a thread_local too") {
+  if (!rl::detail::TestGlobalsRead()) {
+    // The documented limitation, only where it is documented.
+    CHECK(_DYNAMIC == nullptr);
+    return;
+  }
+  CheckCountedTriesIn<CountIn::kGlobal, CountIn::kThreadLocal>();
 }
 
 // "Try N times, then the slow path", left after exactly K failed tries

@@ -12,8 +12,11 @@
 #include "internal/engine.h"
 
 #include <cxxabi.h>
+#include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <ucontext.h>
+#include <unistd.h>
 #include <unwind.h>
 
 #include <algorithm>
@@ -222,6 +225,23 @@ struct Clock {
     for (int i = 0; i < w; i += kClockChunk)
       for (int j = i; j < i + kClockChunk; ++j) c[j] = std::max(c[j], o.c[j]);
   }
+};
+
+// [lo, hi): a range of the process's memory.
+struct ByteRange {
+  uintptr_t lo, hi;
+};
+// An aligned word of memory and the bytes of it that count (the others
+// zero in mask).
+struct MaskedWord {
+  uintptr_t addr, mask;
+};
+// How to read the test's globals (PlanGlobals): blocks of whole words
+// (address, count) and single masked words, `words` in all.
+struct GlobalsPlan {
+  std::vector<std::pair<uintptr_t, size_t>> runs;
+  std::vector<MaskedWord> masked;
+  size_t words = 0;
 };
 
 enum class Kind : uint8_t { kInit, kLoad, kStore, kRmw, kCasFail, kFence };
@@ -1106,6 +1126,10 @@ class Engine {
     void* real = nullptr;
   };
   std::map<uintptr_t, Block> heap_;
+  // The test's globals and thread_locals (TestGlobals), found at the
+  // run's first capture of a loop's state.
+  GlobalsPlan globals_;
+  bool globals_scanned_ = false;
   // The shims' objects set up (true) or ended (false) in this execution,
   // by address (ShimInit).
   std::unordered_map<uintptr_t, bool> shim_life_;
@@ -1923,6 +1947,67 @@ __attribute__((no_sanitize("address"))) void CopyBytes(
   out->push_back(last);
 }
 
+// The words holding the bytes of sorted, disjoint ranges: runs of
+// kMinRunWords or more whole words, copied as blocks, and the other words,
+// each with a mask of its bytes in the ranges (the others belong to
+// something else: the checker's globals, a library's object).
+constexpr size_t kMinRunWords = 8;
+void PlanGlobals(const std::vector<ByteRange>& ranges, GlobalsPlan* plan) {
+  constexpr uintptr_t kWord = sizeof(uintptr_t);
+  *plan = GlobalsPlan();
+  std::vector<MaskedWord> words;
+  // Sets the mask bits of bytes [from, to) of the word at `word`.
+  auto add = [&words](uintptr_t word, uintptr_t from, uintptr_t to) {
+    if (words.empty() || words.back().addr != word) words.push_back({word, 0});
+    unsigned char bytes[kWord];
+    std::memcpy(bytes, &words.back().mask, kWord);
+    std::memset(bytes + from, 0xff, to - from);
+    std::memcpy(&words.back().mask, bytes, kWord);
+  };
+  for (const ByteRange& r : ranges) {
+    for (uintptr_t word = r.lo & ~(kWord - 1); word < r.hi; word += kWord) {
+      add(word, std::max(r.lo, word) - word,
+          std::min(r.hi, word + kWord) - word);
+    }
+  }
+  for (size_t i = 0; i < words.size();) {
+    size_t j = i;  // [i, j): whole words at consecutive addresses
+    while (j < words.size() && words[j].mask == ~uintptr_t{0} &&
+           words[j].addr == words[i].addr + (j - i) * kWord)
+      ++j;
+    if (j - i >= kMinRunWords) {
+      plan->runs.push_back({words[i].addr, j - i});
+      i = j;
+    } else {
+      plan->masked.push_back(words[i++]);
+    }
+  }
+  plan->words = plan->masked.size();
+  for (const auto& run : plan->runs) plan->words += run.second;
+}
+
+// Appends the words of a GlobalsPlan, masked. Without ASan's checks: the
+// words hold redzones between globals (as CopyBytes).
+__attribute__((no_sanitize("address"))) void GatherGlobals(
+    const GlobalsPlan& plan, std::vector<uintptr_t>* out) {
+  // Appended, not resized first: zeroing the words first cost as much
+  // again (memset).
+  out->reserve(out->size() + plan.words);
+  for (const MaskedWord& w : plan.masked)
+    out->push_back(*reinterpret_cast<const volatile uintptr_t*>(w.addr) &
+                   w.mask);
+  for (const auto& [addr, n] : plan.runs) {
+#ifdef RL_ASAN
+    const auto* src = reinterpret_cast<const volatile uintptr_t*>(addr);
+    for (size_t i = 0; i < n; ++i)
+      out->push_back(static_cast<uintptr_t>(src[i]));
+#else
+    const auto* src = reinterpret_cast<const uintptr_t*>(addr);
+    out->insert(out->end(), src, src + n);
+#endif
+  }
+}
+
 #ifndef RL_NO_LOOP_STATE
 constexpr int kNumCalleeSaved = std::size(kCalleeSaved);
 
@@ -2001,6 +2086,323 @@ bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
   return slots == regs;
 }
 #endif
+#endif
+
+#ifndef RL_NO_LOOP_STATE
+// ---- the test's globals and thread_locals
+//
+// A count of tries kept in a global, a static local or a thread_local is
+// state the loop keeps too (all checker threads run on one OS thread, so
+// a thread_local is shared as a global is; Relacy's fibers likewise).
+// Read: the data objects the symbol tables name (STT_OBJECT and STT_TLS
+// symbols in writable sections) of the program and of every shared object
+// outside the system's library directories, thread_locals in their TLS
+// blocks on the running OS thread. Left out, as they change between two
+// tries of a loop that keeps nothing, or are not the test's:
+// * objects in system directories (libc, libstdc++, libgcc, the dynamic
+//   loader, the sanitizers' runtimes) and the vDSO: the checker's own
+//   calls change their state (malloc's arena, stdio);
+// * the whole shared object the checker is in, unless it is the program;
+// * the checker's, the standard library's, test frameworks' and the C
+//   runtime's objects, guard variables, vtables (NotTheTests);
+// * RELRO (read-only once relocated), the PLT's GOT (a lazily bound
+//   entry is written at a function's first call through it), a library's
+//   object copied into the program (std::cout, stderr).
+// Reading the symbols, not the segments, also leaves out the compiler's
+// unnamed data: UBSan's check descriptors (2.4 MB of .data in an
+// asan-ubsan build at -O0) and padding.
+// Not read, and the loop's globals then unknown (as before: a count there
+// is not seen): a statically linked program, whose segments also hold
+// libc's state with nothing to tell it from the test's; a program without
+// a symbol table (stripped); a build with coverage counters (gcov,
+// SanitizerCoverage), which change at every branch taken.
+
+// Coverage counters linked in: libgcov's entry point (--coverage), and
+// the sections SanitizerCoverage's counters and guards live in (the
+// sanitizers' runtimes define its callbacks in every ASan build, so those
+// tell nothing).
+extern "C" void __gcov_dump() __attribute__((weak));
+extern "C" char __start___sancov_cntrs[] __attribute__((weak));
+extern "C" char __start___sancov_guards[] __attribute__((weak));
+
+// Whether a loaded object's path is in a system library directory (or
+// names no file: the vDSO). A cross target's sysroot as qemu-user's -L
+// shows it (/usr/<triplet>/lib/) counts as one.
+bool IsSystemObject(const char* path) {
+  if (path[0] != '/') return true;
+  static const char* const kDirs[] = {
+      "/lib/",       "/lib32/",      "/lib64/",
+      "/libx32/",    "/usr/lib/",    "/usr/lib32/",
+      "/usr/lib64/", "/usr/libx32/", "/usr/local/lib/"};
+  for (const char* d : kDirs)
+    if (std::strncmp(path, d, std::strlen(d)) == 0) return true;
+  return std::strncmp(path, "/usr/", 5) == 0 &&
+         std::strstr(path, "-linux-gnu") != nullptr;
+}
+
+struct GlobalsScan {
+  uintptr_t checker_code = 0;   // an instruction of the checker
+  bool first = true;            // the program is reported first
+  bool libc_apart = false;      // libc is a shared object of its own
+  bool program_unread = false;  // the program has no symbol table
+  std::vector<ByteRange> keep, drop;
+};
+
+#if defined(__x86_64__)
+constexpr unsigned kCopyReloc = R_X86_64_COPY;
+#elif defined(__aarch64__)
+constexpr unsigned kCopyReloc = R_AARCH64_COPY;
+#elif defined(__i386__)
+constexpr unsigned kCopyReloc = R_386_COPY;
+#elif defined(__arm__)
+constexpr unsigned kCopyReloc = R_ARM_COPY;
+#endif
+
+// What an object's dynamic section says is not the test's:
+// * the PLT's GOT: DT_PLTGOT, three reserved words and one per PLT
+//   relocation (a lazily bound entry is written at the first call);
+// * in the program, a shared library's object copied into it (an
+//   R_*_COPY relocation: std::cout, stderr), which is the library's
+//   state.
+// The loader relocates these addresses in place where the object's load
+// address is not 0, and not on every target: an address below the load
+// address is taken as not yet relocated.
+void DropDynamic(const dl_phdr_info* info, const ElfW(Phdr) & dyn_ph,
+                 bool program, GlobalsScan* s) {
+  const uintptr_t base = info->dlpi_addr;
+  auto at = [base](uintptr_t a) { return a < base ? a + base : a; };
+  const auto* d = reinterpret_cast<const ElfW(Dyn)*>(base + dyn_ph.p_vaddr);
+  uintptr_t got = 0, plt_rel_bytes = 0, symtab = 0, rel = 0, rel_bytes = 0;
+  bool plt_rela = true, rela = true;
+  for (; d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+      case DT_PLTGOT:
+        got = at(d->d_un.d_ptr);
+        break;
+      case DT_PLTRELSZ:
+        plt_rel_bytes = d->d_un.d_val;
+        break;
+      case DT_PLTREL:
+        plt_rela = d->d_un.d_val == DT_RELA;
+        break;
+      case DT_SYMTAB:
+        symtab = at(d->d_un.d_ptr);
+        break;
+      case DT_RELA:
+        rel = at(d->d_un.d_ptr);
+        break;
+      case DT_RELASZ:
+        rel_bytes = d->d_un.d_val;
+        break;
+      case DT_REL:
+        rel = at(d->d_un.d_ptr), rela = false;
+        break;
+      case DT_RELSZ:
+        rel_bytes = d->d_un.d_val;
+        break;
+      default:
+        break;
+    }
+  }
+  if (got != 0) {
+    const size_t plt_rel_size =
+        plt_rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+    s->drop.push_back(
+        {got, got + (3 + plt_rel_bytes / plt_rel_size) * sizeof(uintptr_t)});
+  }
+  if (!program || symtab == 0 || rel == 0) return;
+  const auto* syms = reinterpret_cast<const ElfW(Sym)*>(symtab);
+  const size_t rel_size = rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+  for (size_t off = 0; off + rel_size <= rel_bytes; off += rel_size) {
+    // Rel is Rela's first two fields.
+    const auto* r = reinterpret_cast<const ElfW(Rel)*>(rel + off);
+#if UINTPTR_MAX > 0xffffffffu
+    const unsigned type = ELF64_R_TYPE(r->r_info), sym = ELF64_R_SYM(r->r_info);
+#else
+    const unsigned type = ELF32_R_TYPE(r->r_info), sym = ELF32_R_SYM(r->r_info);
+#endif
+    if (type != kCopyReloc) continue;
+    const uintptr_t lo = at(r->r_offset);
+    s->drop.push_back({lo, lo + syms[sym].st_size});
+  }
+}
+
+// Whether a symbol names something that is not the test's own state:
+// what the C runtime makes (completed.0, __dso_handle), guard variables
+// (set once, at a first call), vtables and typeinfo (written only by
+// relocation), and objects in the namespace of the checker (rl::), the
+// standard library (std::, __gnu_cxx::, __cxxabiv1::) or a test framework
+// (doctest::, testing:: of GoogleTest, Catch::), including a function's
+// static locals there: their state does not change in a test's loop, and
+// doctest's runner alone holds 3 KB (read at every capture, it cost the
+// exhaustive seqcount port 22% more instructions, callgrind).
+bool NotTheTests(const char* name) {
+  if (std::strncmp(name, "_Z", 2) != 0)
+    return std::strncmp(name, "__", 2) == 0 ||
+           std::strchr(name, '.') != nullptr;
+  const char* p = name + 2;
+  if (p[0] == 'G' && p[1] == 'V') return true;
+  if (p[0] == 'T' && p[1] != '\0' && std::strchr("VTIS", p[1]) != nullptr)
+    return true;
+  if (*p == 'Z') ++p;  // a local static: its function's name comes first
+  if (*p == 'N') ++p;
+  while (*p == 'K' || *p == 'V' || *p == 'r') ++p;
+  if (p[0] == 'S' && p[1] == 't') return true;  // std::
+  char* end = nullptr;
+  const unsigned long len = std::strtoul(p, &end, 10);
+  if (end == p) return false;
+  static const char* const kNamespaces[] = {"rl",
+                                            "__gnu_cxx",
+                                            "__cxxabiv1",
+                                            "doctest",
+                                            "doctest_detail_test_suite_ns",
+                                            "testing",
+                                            "Catch"};
+  for (const char* ns : kNamespaces)
+    if (std::strlen(ns) == len && std::strncmp(end, ns, len) == 0) return true;
+  return false;
+}
+
+// The test's data objects in one ELF file's symbol table: STT_OBJECT and
+// STT_TLS symbols in writable sections, less NotTheTests(). `value` is an
+// address before relocation, or for a thread_local an offset in the
+// module's TLS block.
+struct FileObject {
+  bool tls;
+  uintptr_t value, size;
+};
+struct FileObjects {
+  bool read = false;  // false: no symbol table (stripped), or unreadable
+  std::vector<FileObject> objects;
+};
+
+FileObjects ReadFileObjects(const char* file) {
+  FileObjects out;
+  const int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  auto read_at = [fd](void* dst, size_t n, uint64_t off) {
+    return pread(fd, dst, n, static_cast<off_t>(off)) ==
+           static_cast<ssize_t>(n);
+  };
+  ElfW(Ehdr) eh;
+  std::vector<ElfW(Shdr)> sh;
+  if (read_at(&eh, sizeof eh, 0) && eh.e_shentsize == sizeof(ElfW(Shdr))) {
+    sh.resize(eh.e_shnum);
+    if (!read_at(sh.data(), sh.size() * sizeof(ElfW(Shdr)), eh.e_shoff))
+      sh.clear();
+  }
+  for (const ElfW(Shdr) & symtab : sh) {
+    if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= sh.size()) continue;
+    const ElfW(Shdr)& strtab = sh[symtab.sh_link];
+    std::vector<ElfW(Sym)> syms(symtab.sh_size / sizeof(ElfW(Sym)));
+    std::string names(strtab.sh_size, '\0');
+    if (!read_at(syms.data(), syms.size() * sizeof(ElfW(Sym)),
+                 symtab.sh_offset) ||
+        !read_at(names.data(), names.size(), strtab.sh_offset))
+      break;
+    out.read = true;
+    for (const ElfW(Sym) & sym : syms) {
+      const unsigned type = ELF64_ST_TYPE(sym.st_info);
+      if ((type != STT_OBJECT && type != STT_TLS) || sym.st_size == 0 ||
+          sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sh.size() ||
+          sym.st_name >= names.size())
+        continue;
+      const auto flags = sh[sym.st_shndx].sh_flags;
+      if ((flags & SHF_WRITE) == 0 || (flags & SHF_ALLOC) == 0) continue;
+      if (NotTheTests(names.c_str() + sym.st_name)) continue;
+      out.objects.push_back({type == STT_TLS, sym.st_value, sym.st_size});
+    }
+    break;
+  }
+  close(fd);
+  return out;
+}
+
+// Adds to s->keep the test's data objects of the ELF file at `file`,
+// loaded at `base`, its TLS block on this OS thread at `tls` (0: none).
+// The symbol table is read once per file and process (every run's first
+// capture scans: a test binary's table is read from disk only once).
+// False if the file has no symbol table.
+bool KeepSymbols(const char* file, uintptr_t base, uintptr_t tls,
+                 GlobalsScan* s) {
+  static auto* cache = new std::unordered_map<std::string, FileObjects>();
+  auto it = cache->find(file);
+  if (it == cache->end())
+    it = cache->emplace(file, ReadFileObjects(file)).first;
+  for (const FileObject& o : it->second.objects) {
+    if (!o.tls)
+      s->keep.push_back({base + o.value, base + o.value + o.size});
+    else if (tls != 0)
+      s->keep.push_back({tls + o.value, tls + o.value + o.size});
+  }
+  return it->second.read;
+}
+
+int ScanObject(dl_phdr_info* info, size_t, void* arg) {
+  auto* s = static_cast<GlobalsScan*>(arg);
+  const bool program = s->first;
+  s->first = false;
+  const char* path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (std::strncmp(BaseName(path), "libc.so", 7) == 0) s->libc_apart = true;
+  if (!program && IsSystemObject(path)) return 0;
+  bool has_checker = false;
+  uintptr_t tls = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) != 0 &&
+        s->checker_code >= lo && s->checker_code < lo + ph.p_memsz)
+      has_checker = true;
+    if (ph.p_type == PT_GNU_RELRO) s->drop.push_back({lo, lo + ph.p_memsz});
+    if (ph.p_type == PT_DYNAMIC) DropDynamic(info, ph, program, s);
+    if (ph.p_type == PT_TLS)
+      tls = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
+  }
+  // The checker's own shared object: all of it is the checker's.
+  if (has_checker && !program) return 0;
+  if (!KeepSymbols(program ? "/proc/self/exe" : path, info->dlpi_addr, tls,
+                   s) &&
+      program)
+    s->program_unread = true;
+  return 0;
+}
+
+// The byte ranges of the test's globals and thread_locals (see above),
+// sorted and disjoint; false if they cannot be told apart.
+bool TestGlobals(std::vector<ByteRange>* out) {
+  out->clear();
+  if (__gcov_dump != nullptr || __start___sancov_cntrs != nullptr ||
+      __start___sancov_guards != nullptr)
+    return false;
+  GlobalsScan s;
+  s.checker_code = CodeStart(&Yield);
+  dl_iterate_phdr(&ScanObject, &s);
+  if (!s.libc_apart || s.program_unread) return false;
+  // keep minus drop: cut each kept range at every dropped one.
+  std::sort(s.drop.begin(), s.drop.end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.lo < b.lo; });
+  for (ByteRange k : s.keep) {
+    for (const ByteRange& d : s.drop) {
+      if (d.hi <= k.lo || d.lo >= k.hi) continue;
+      if (d.lo > k.lo) out->push_back({k.lo, d.lo});
+      k.lo = std::max(k.lo, d.hi);
+      if (k.lo >= k.hi) break;
+    }
+    if (k.lo < k.hi) out->push_back(k);
+  }
+  // Sorted, aliases and overlaps merged.
+  std::sort(out->begin(), out->end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.lo < b.lo; });
+  size_t n = 0;
+  for (const ByteRange& r : *out) {
+    if (n > 0 && r.lo <= (*out)[n - 1].hi)
+      (*out)[n - 1].hi = std::max((*out)[n - 1].hi, r.hi);
+    else
+      (*out)[n++] = r;
+  }
+  out->resize(n);
+  return true;
+}
 #endif
 
 // The running thread's own state at its yield, in *out: the caller's
@@ -3891,8 +4293,9 @@ void Engine::CheckStatelessPromise(ThreadState& th, bool identical,
 }
 
 // LoopState(), then the contents of the test's live heap blocks (a count
-// kept in a node or a container's buffer). Between two captures only the
-// running-on thread ran, so a difference is its own doing.
+// kept in a node or a container's buffer) and of its globals and
+// thread_locals (TestGlobals). Between two captures only the running-on
+// thread ran, so a difference is its own doing.
 bool Engine::CaptureLoopState(uintptr_t cfa, std::vector<uintptr_t>* out) {
   if (!LoopState(cfa, ThreadStackLo(), ThreadStackTop(), suite_, out))
     return false;
@@ -3901,6 +4304,15 @@ bool Engine::CaptureLoopState(uintptr_t cfa, std::vector<uintptr_t>* out) {
     out->push_back(addr);
     CopyBytes(addr, block.size, out);
   }
+#ifndef RL_NO_LOOP_STATE
+  if (!globals_scanned_) {
+    std::vector<ByteRange> ranges;
+    TestGlobals(&ranges);  // none where they cannot be told apart
+    globals_scanned_ = true;
+    PlanGlobals(ranges, &globals_);
+  }
+  if (globals_.words > 0) GatherGlobals(globals_, out);
+#endif
   return true;
 }
 
@@ -4877,6 +5289,15 @@ test_result_e Engine::Run(test_result_e expected) {
 // ---------------------------------------------------------------- C API
 
 uint64_t g_generation = 0;
+
+bool TestGlobalsRead() {
+#ifdef RL_NO_LOOP_STATE
+  return false;
+#else
+  std::vector<ByteRange> ranges;
+  return TestGlobals(&ranges);
+#endif
+}
 
 int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
               const void* addr, size_t size) {
