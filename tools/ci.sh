@@ -6,7 +6,7 @@
 #   bash tools/setup.sh && bash tools/ci.sh          # everything
 #   bash tools/ci.sh host tsan                        # chosen configs only
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 # name | bazel arguments | targets. Arguments starting with '@' name another
 # workspace to test; arguments starting with 'sh:' are a shell command run
@@ -89,8 +89,10 @@ for entry in "${CONFIGS[@]}"; do
     expect_failure=1
     name=${name#!}
   fi
-  if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " =~ " ${name} " ]]; then
-    continue
+  if ((${#wanted[@]})); then
+    selected=0
+    for w in "${wanted[@]}"; do [[ "$w" == "$name" ]] && selected=1; done
+    ((selected)) || continue
   fi
   is_command=0
   [[ "$args" == sh:* ]] && is_command=1
@@ -105,6 +107,7 @@ for entry in "${CONFIGS[@]}"; do
     bash -c "${args#sh:}" 2>&1 | tee "$log"
   elif [[ "$args" == @* ]]; then
     # Another workspace: its own Bazel server, shut down afterwards.
+    # shellcheck disable=SC2086  # targets: a space-separated list
     (cd "${args#@}" && bazel test --test_summary=short -- ${targets} &&
       bazel shutdown) 2>&1 | tee "$log"
   else
