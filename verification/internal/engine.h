@@ -188,8 +188,9 @@ inline uint64_t Generation() { return g_generation; }
 
 // Whether a spin loop's state includes the test's globals and
 // thread_locals in this process (docs/verification.md, "A loop that keeps
-// a count"): false in a statically linked program, a build with coverage
-// counters, or where loop state is not read at all.
+// a count"): false in a statically linked program, one without a symbol
+// table, a build with coverage counters, or where loop state is not read
+// at all.
 bool TestGlobalsRead();
 
 int NewAtomic(unsigned width, uint64_t init, const debug_info& info,
