@@ -1996,16 +1996,8 @@ __attribute__((no_sanitize("address"))) void GatherGlobals(
   for (const MaskedWord& w : plan.masked)
     out->push_back(*reinterpret_cast<const volatile uintptr_t*>(w.addr) &
                    w.mask);
-  for (const auto& [addr, n] : plan.runs) {
-#ifdef RL_ASAN
-    const auto* src = reinterpret_cast<const volatile uintptr_t*>(addr);
-    for (size_t i = 0; i < n; ++i)
-      out->push_back(static_cast<uintptr_t>(src[i]));
-#else
-    const auto* src = reinterpret_cast<const uintptr_t*>(addr);
-    out->insert(out->end(), src, src + n);
-#endif
-  }
+  for (const auto& [addr, n] : plan.runs)
+    CopyBytes(addr, n * sizeof(uintptr_t), out);
 }
 
 #ifndef RL_NO_LOOP_STATE
