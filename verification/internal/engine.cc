@@ -2097,12 +2097,13 @@ bool SlotsHoldRegisters(uintptr_t cfa, const LoopStateWalk& w) {
 // * the whole shared object the checker is in, unless it is the program;
 // * the checker's, the standard library's, test frameworks' and the C
 //   runtime's objects, guard variables, vtables (NotTheTests);
-// * RELRO (read-only once relocated), the PLT's GOT (a lazily bound
-//   entry is written at a function's first call through it), a library's
-//   object copied into the program (std::cout, stderr).
+// * RELRO (read-only once relocated), a library's object copied into the
+//   program (std::cout, stderr).
 // Reading the symbols, not the segments, also leaves out the compiler's
 // unnamed data: UBSan's check descriptors (2.4 MB of .data in an
-// asan-ubsan build at -O0) and padding.
+// asan-ubsan build at -O0), padding and the GOT (a lazily bound PLT entry
+// is written at a function's first call through it; no object symbol
+// with a size lies there).
 // Not read, and the loop's globals then unknown (as before: a count there
 // is not seen): a statically linked program, whose segments also hold
 // libc's state with nothing to tell it from the test's; a program without
@@ -2150,33 +2151,24 @@ constexpr unsigned kCopyReloc = R_386_COPY;
 constexpr unsigned kCopyReloc = R_ARM_COPY;
 #endif
 
-// What an object's dynamic section says is not the test's:
-// * the PLT's GOT: DT_PLTGOT, three reserved words and one per PLT
-//   relocation (a lazily bound entry is written at the first call);
-// * in the program, a shared library's object copied into it (an
-//   R_*_COPY relocation: std::cout, stderr), which is the library's
-//   state.
-// The loader relocates these addresses in place where the object's load
-// address is not 0, and not on every target: an address below the load
-// address is taken as not yet relocated.
-void DropDynamic(const dl_phdr_info* info, const ElfW(Phdr) & dyn_ph,
-                 bool program, GlobalsScan* s) {
+// What the program's dynamic section says is not the test's: a shared
+// library's object copied into the program (an R_*_COPY relocation:
+// std::cout, stderr), which is the library's state, though the program's
+// symbol table names it. (The GOT needs no such drop: no sized object
+// symbol lies in .got or .got.plt, checked with readelf on x86-64,
+// aarch64, i386 and ARM, programs and shared objects.) The loader
+// relocates these addresses in place where the object's load address is
+// not 0, and not on every target: an address below the load address is
+// taken as not yet relocated.
+void DropCopyRelocations(const dl_phdr_info* info, const ElfW(Phdr) & dyn_ph,
+                         GlobalsScan* s) {
   const uintptr_t base = info->dlpi_addr;
   auto at = [base](uintptr_t a) { return a < base ? a + base : a; };
   const auto* d = reinterpret_cast<const ElfW(Dyn)*>(base + dyn_ph.p_vaddr);
-  uintptr_t got = 0, plt_rel_bytes = 0, symtab = 0, rel = 0, rel_bytes = 0;
-  bool plt_rela = true, rela = true;
+  uintptr_t symtab = 0, rel = 0, rel_bytes = 0;
+  bool rela = true;
   for (; d->d_tag != DT_NULL; ++d) {
     switch (d->d_tag) {
-      case DT_PLTGOT:
-        got = at(d->d_un.d_ptr);
-        break;
-      case DT_PLTRELSZ:
-        plt_rel_bytes = d->d_un.d_val;
-        break;
-      case DT_PLTREL:
-        plt_rela = d->d_un.d_val == DT_RELA;
-        break;
       case DT_SYMTAB:
         symtab = at(d->d_un.d_ptr);
         break;
@@ -2196,13 +2188,7 @@ void DropDynamic(const dl_phdr_info* info, const ElfW(Phdr) & dyn_ph,
         break;
     }
   }
-  if (got != 0) {
-    const size_t plt_rel_size =
-        plt_rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
-    s->drop.push_back(
-        {got, got + (3 + plt_rel_bytes / plt_rel_size) * sizeof(uintptr_t)});
-  }
-  if (!program || symtab == 0 || rel == 0) return;
+  if (symtab == 0 || rel == 0) return;
   const auto* syms = reinterpret_cast<const ElfW(Sym)*>(symtab);
   const size_t rel_size = rela ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
   for (size_t off = 0; off + rel_size <= rel_bytes; off += rel_size) {
@@ -2346,7 +2332,7 @@ int ScanObject(dl_phdr_info* info, size_t, void* arg) {
         s->checker_code >= lo && s->checker_code < lo + ph.p_memsz)
       has_checker = true;
     if (ph.p_type == PT_GNU_RELRO) s->drop.push_back({lo, lo + ph.p_memsz});
-    if (ph.p_type == PT_DYNAMIC) DropDynamic(info, ph, program, s);
+    if (ph.p_type == PT_DYNAMIC && program) DropCopyRelocations(info, ph, s);
     if (ph.p_type == PT_TLS)
       tls = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
   }
