@@ -1108,6 +1108,66 @@ TEST_CASE("results: test_params::test_name names the report") {
   CHECK(out.str().find("my test: SUCCESS") != std::string::npos);
 }
 
+// ------------------------------------------------- C++20 release sequences
+
+// A relaxed store after a release store of the same thread, read by an
+// acquire load (Relacy's modification_order_test; relacy_diff.py --seed
+// 317, P89). C++11's release sequence went on through the relaxed store,
+// so Relacy, which follows C++11, says SUCCESS. C++20's does not (P0982):
+// nothing orders the write of data before its read, a DATA RACE. The trace
+// names the release C++11 would have synchronized with. With kViaRmw, a
+// third thread's relaxed RMW sits between the two stores: C++11's sequence
+// went on through it too. With kOtherThreadStores, the relaxed store is
+// another thread's: no release sequence continues through it in either
+// standard, and the trace must not blame P0982.
+template <bool kViaRmw, bool kOtherThreadStores>
+struct RelaxedAfterRelease
+    : rl::test_suite<RelaxedAfterRelease<kViaRmw, kOtherThreadStores>, 3> {
+  rl::atomic<int> flag{0};
+  rl::var<int> data{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      data($) = 1;
+      flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
+      if (kViaRmw) {
+        while (flag.load(rl::mo_relaxed) != 2) rl::yield();
+      }
+      if (!kOtherThreadStores) flag.store(3, rl::mo_relaxed);
+    } else if (i == 1) {
+      if (kViaRmw) {
+        int one = 1;
+        // Relaxed: orders nothing; it only sits in the modification order.
+        while (!flag.compare_exchange_weak(one, 2, rl::mo_relaxed)) {
+          one = 1;
+          rl::yield();
+        }
+      }
+      if (kOtherThreadStores) {
+        while (flag.load(rl::mo_relaxed) != 1) rl::yield();
+        flag.store(3, rl::mo_relaxed);
+      }
+    } else {
+      // Pairs with: the release store of 1 (its C++20 release sequence).
+      if (flag.load(rl::mo_acquire) == 3) (void)static_cast<int>(data($));
+    }
+  }
+};
+TEST_CASE("C++20: a same-thread relaxed store ends the release sequence") {
+  rl::test_result_e result;
+  std::string trace = FailingTrace<RelaxedAfterRelease<false, false>>(&result);
+  CHECK(result == rl::test_result_data_race);
+  CHECK(trace.find("P0982") != std::string::npos);
+  CHECK(trace.find("C++11's release sequence of #") != std::string::npos);
+
+  trace = FailingTrace<RelaxedAfterRelease<true, false>>(&result);
+  CHECK(result == rl::test_result_data_race);
+  CHECK(trace.find("P0982") != std::string::npos);
+
+  trace = FailingTrace<RelaxedAfterRelease<false, true>>(&result);
+  CHECK(result == rl::test_result_data_race);
+  CHECK(trace.find("P0982") == std::string::npos);
+}
+
 // ------------------------------------------------------------- mutexes
 
 template <bool kLocked>

@@ -1010,6 +1010,7 @@ class Engine {
 
   // Output.
   std::string EventStr(int id) const;
+  int Cxx11OnlyRelease(int id) const;
   std::string LocStr(int loc) const;
   void PrintTrace();
   std::string EncodeState() const;
@@ -5114,8 +5115,45 @@ std::string Engine::EventStr(int id) const {
       s << "; could also read:";
       for (int w : alts_[id]) s << " #" << w << " (" << events_[w].wval << ")";
     }
+    if (const int a = Cxx11OnlyRelease(id); a >= 0)
+      s << "\n      no synchronization with #" << a
+        << ": C++11's release sequence of #" << a
+        << " reaches this write through later stores of its thread, "
+           "C++20's does not (P0982; Relacy follows C++11)";
   }
   return s.str();
+}
+
+// For an acquire read: a release write it synchronizes with under C++11's
+// release sequences but not under C++20's, and that does not happen before it
+// otherwise; -1 if none. C++11
+// ([intro.multithread] of N3337): the release sequence of A is the longest
+// run of writes after A in modification order that are A's thread's or
+// RMWs. C++20 (P0982) keeps only the RMWs, and Build() joins those. So:
+// some write of the run from A to the write read is a plain store, and all
+// of the run's plain stores are A's thread's. (A release fence needs no
+// such search: the run's last plain store comes after any fence before
+// A, and C++20's hypothetical release sequence of that store already
+// synchronizes.) Found for the trace only; an acquire fence after a
+// relaxed read is not considered.
+int Engine::Cxx11OnlyRelease(int id) const {
+  const Event& e = events_[id];
+  if (!e.reads || !e.acq) return -1;
+  const Loc& l = locs_[e.loc];
+  // Walking down from the write read (at q), with p the candidate A's
+  // position: plain_tid is the thread of the plain stores at p + 1..q, -1
+  // while there are none (then C++20's sequence covers the run too).
+  int plain_tid = -1;
+  for (int p = events_[e.rf].mo_pos; p >= 0; --p) {
+    const int w = l.mo[p];
+    const Event& W = events_[w];
+    if (plain_tid == W.tid && W.rel && !Hb(w, e.post)) return w;
+    if (W.kind != Kind::kRmw) {
+      if (plain_tid >= 0 && plain_tid != W.tid) return -1;
+      plain_tid = W.tid;
+    }
+  }
+  return -1;
 }
 
 void Engine::PrintTrace() {
