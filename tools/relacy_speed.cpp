@@ -10,6 +10,10 @@
 //   seqcount full             the exhaustive search of the same program
 //   loads random N            N random iterations of one thread making 100
 //                             relaxed loads: the cost of one operation
+//   counter random N          N random iterations of four threads making 5
+//                             fetch_adds each on one counter, seq_cst (the
+//                             dialect's default order): a chain of RMWs
+//   counter-relaxed random N  the same with relaxed fetch_adds
 //
 // Prints the executions run on a line of its own ("executions N").
 #include <cstdint>
@@ -65,6 +69,16 @@ struct Loads : rl::test_suite<Loads, 1> {
   }
 };
 
+template <rl::memory_order kOrder>
+struct Counter : rl::test_suite<Counter<kOrder>, 4> {
+  rl::atomic<unsigned> count;
+  void before() { count($) = 0; }
+  void thread(unsigned) {
+    for (int k = 0; k < 5; ++k) count($).fetch_add(1, kOrder);
+  }
+  void after() { RL_ASSERT(count($).load(rl::memory_order_relaxed) == 20); }
+};
+
 template <typename Suite>
 int Run(bool full, unsigned long long iterations, unsigned long long seed) {
   rl::test_params p;
@@ -89,7 +103,8 @@ int Run(bool full, unsigned long long iterations, unsigned long long seed) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s seqcount|loads random N [SEED] | seqcount full\n",
+                 "usage: %s seqcount|loads|counter|counter-relaxed random N "
+                 "[SEED] | seqcount full\n",
                  argv[0]);
     return 2;
   }
@@ -102,6 +117,10 @@ int main(int argc, char** argv) {
     return Run<SeqCount>(full, n, seed);
   if (std::strcmp(argv[1], "loads") == 0 && !full)
     return Run<Loads>(false, n, seed);
+  if (std::strcmp(argv[1], "counter") == 0 && !full)
+    return Run<Counter<rl::memory_order_seq_cst>>(false, n, seed);
+  if (std::strcmp(argv[1], "counter-relaxed") == 0 && !full)
+    return Run<Counter<rl::memory_order_relaxed>>(false, n, seed);
   std::fprintf(stderr, "unknown program %s %s\n", argv[1], argv[2]);
   return 2;
 }

@@ -11,8 +11,10 @@
 #   prints executions per second;
 # * instruction counts (valgrind --tool=callgrind, repeatable where times
 #   are noisy), if valgrind is installed: 20,000 random iterations of the
-#   seqcount, and the instructions per relaxed load (100 loads per
-#   execution, 1,000 executions against 0, start-up subtracted).
+#   seqcount, the instructions per relaxed load (100 loads per execution,
+#   1,000 executions against 0, start-up subtracted), and 5,000 random
+#   iterations of a counter incremented by four threads (seq_cst and
+#   relaxed fetch_adds: chains of RMWs).
 #
 #   tools/relacy_speed.sh /path/to/relacy [workdir]
 #
@@ -97,6 +99,9 @@ if command -v valgrind >/dev/null; then
     i0=$(instr "$WORK/$side" loads random 100 1)
     i1=$(instr "$WORK/$side" loads random 1100 1)
     echo "  $side: seqcount 20,000 random iterations $i_sq; per relaxed load $(( (i1 - i0) / 100000 ))"
+    for c in counter counter-relaxed; do
+      echo "  $side: $c 5,000 random iterations $(instr "$WORK/$side" "$c" random 5000 1)"
+    done
   done
 else
   echo "instructions: valgrind not installed, not counted"

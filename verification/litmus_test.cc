@@ -531,6 +531,51 @@ TEST_CASE("C++20: a same-thread relaxed store does not continue it") {
   CHECK(!Has(s, {1, 0}));
 }
 
+// A release sequence through a chain of RMWs of several orders: the reader
+// of the chain's end synchronizes with the head however far back it is.
+// Build() walks only the chain's releases and stops after an acquire RMW
+// (which already joined the clocks before it): the outcomes must be those
+// of a walk over the whole chain. r[0] == 3 means both RMWs ran after the
+// head, so data is 1.
+template <rl::memory_order kFirst, rl::memory_order kSecond>
+struct RelSeqChain : rl::test_suite<RelSeqChain<kFirst, kSecond>, 4> {
+  rl::atomic<int> data{0}, flag{0};
+  int r[2] = {-1, -1};
+  void thread(unsigned i) {
+    if (i == 0) {
+      data.store(1, kRlx);
+      flag.store(1, kRel);
+    } else if (i == 1) {
+      flag.fetch_add(1, kFirst);
+    } else if (i == 2) {
+      flag.fetch_add(1, kSecond);
+    } else {
+      r[0] = flag.load(kAcq);
+      r[1] = data.load(kRlx);
+    }
+  }
+  void after() { Sink<RelSeqChain>().insert({r[0], r[1]}); }
+};
+template <rl::memory_order kFirst, rl::memory_order kSecond>
+void CheckRelSeqChain() {
+  auto s = Explore<RelSeqChain<kFirst, kSecond>>();
+  CHECK(Has(s, {3, 1}));
+  CHECK(!Has(s, {3, 0}));
+  CHECK(Has(s, {2, 0}));  // both RMWs before the head in modification order
+}
+TEST_CASE("release sequence through a chain of RMWs of any order") {
+  CheckRelSeqChain<kRlx, kRlx>();
+  CheckRelSeqChain<kAcq, kRlx>();
+  CheckRelSeqChain<kRlx, kAcq>();
+  CheckRelSeqChain<kRel, kRlx>();
+  CheckRelSeqChain<kRlx, kRel>();
+  CheckRelSeqChain<rl::mo_acq_rel, kRlx>();
+  CheckRelSeqChain<kRel, rl::mo_acq_rel>();
+  CheckRelSeqChain<rl::mo_seq_cst, kRlx>();
+  CheckRelSeqChain<kRlx, rl::mo_seq_cst>();
+  CheckRelSeqChain<rl::mo_seq_cst, rl::mo_seq_cst>();
+}
+
 // Release fence + relaxed store, read through an RMW chain, acquire fence.
 struct FenceRelSeq : rl::test_suite<FenceRelSeq, 3> {
   rl::atomic<int> data{0}, flag{0};

@@ -262,6 +262,12 @@ struct Event {
   int mo_pos = -1;      // index in the location's modification order
   int rmw_reader = -1;  // the RMW reading from this write, if any
   int rel_fence = -1;   // po-latest release fence before this write
+  // A write's release-sequence link: the nearest of itself and the writes
+  // its RMW chain read back to the chain's first plain write that is a
+  // release or has a release fence before it (rel, rel_fence); -1 if none.
+  // A read walks only these (Build), not the whole chain: an RMW counter
+  // of n relaxed increments cost O(n) per increment before.
+  int rel_link = -1;
   int choice = -1;      // DFS: the scheduling decision that created it
   int sc_node = -1;     // SC events: node in the SC-order graph
   int prev_acc = -1;    // its thread's previous access to loc (Loc::last_acc)
@@ -2731,7 +2737,15 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
     // fence before a head, synchronizes. A head or fence that already
     // happens before this thread's point (e.post is still its clock before
     // this event) is known with all it knew: its clock is not joined.
-    for (int h = a.rf;;) {
+    // Only the chain's heads and writes after release fences matter: the
+    // walk follows rel_link. It stops after an acquire RMW H: H joined
+    // every earlier head's and fence's clock (its own walk), so they are
+    // at most H.post, which this read joins or already knows. Their SC
+    // edges are implied too if H is SC (each earlier SC one has an edge
+    // into H, or into an SC RMW between that has one into H: a path to
+    // this read through H's edge); else only if the execution has no SC
+    // event yet (then no head or fence on the walk is SC).
+    for (int h = w.rel_link; h >= 0;) {
       const Event& H = events_[h];
       if (H.rel) {
         if (!Hb(h, e.post)) b.AddSync(H.post);
@@ -2743,9 +2757,17 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
         if (F.sc) b.sc_src.push_back(H.rel_fence);
       }
       if (H.kind != Kind::kRmw) break;
-      h = H.rf;
+      const Event& prev = events_[H.rf];
+      if (H.acq && (H.sc || sc_events_.empty())) break;
+      h = prev.rel_link;
     }
     if (e.acq && b.has_sync) e.post.Join(b.sync);
+  }
+  if (e.writes) {
+    if (e.rel || e.rel_fence >= 0)
+      e.rel_link = static_cast<int>(&e - events_.data());
+    else if (e.kind == Kind::kRmw)
+      e.rel_link = events_[e.rf].rel_link;
   }
 }
 
@@ -2944,6 +2966,11 @@ bool Engine::Coh(int a, int b) const {
 void Engine::AddScEdges(int id, const Built& b) {
   const Event& e = events_[id];
   if (sc_events_.size() > 64 * sc_words_) GrowScGraph(sc_events_.size());
+  // No SC fence, an SC access: the pairs (x, e) of (b) below come from the
+  // same unknown suffixes as (a), found in the same pass.
+  const bool no_fence_access = sc_fences_.empty() && e.loc >= 0;
+  const int ew = WritePos(e);
+  const int er = ReadPos(e);
   if (e.sc) {
     const int v = e.sc_node;
     // (a), strongly happens before, transitively reduced: from each
@@ -2959,6 +2986,14 @@ void Engine::AddScEdges(int id, const Built& b) {
       // The last one e strongly follows: just before the unknown suffix.
       auto it = UnknownSc(t, PreOf(e, static_cast<int>(t)));
       if (it != list.begin()) ScEdge(events_[*(it - 1)].sc_node, v);
+      if (!no_fence_access) continue;
+      // (b), pairs (x, e) without SC fences: an edge only from an SC x
+      // that does not strongly happen before e, i.e. from this suffix.
+      for (; it != list.end(); ++it) {
+        const Event& X = events_[*it];
+        if (X.loc == e.loc && CohAt(WritePos(X), ReadPos(X), ew, er))
+          ScEdge(X.sc_node, v);
+      }
     }
     if (e.acq)
       for (int s : b.sc_src) ScEdge(events_[s].sc_node, v);
@@ -3033,27 +3068,15 @@ void Engine::AddScEdges(int id, const Built& b) {
   bool any_after = false;
   if (!left_.empty()) std::fill(first_after, first_after + kClockSlots, -1);
   if (!e.sc && left_.empty()) return;
-  // Coh() with e's side computed once.
-  const int ew = WritePos(e);
-  const int er = ReadPos(e);
   if (sc_fences_.empty()) {
     // No SC fence: only SC accesses are nodes (e is one: left(e) = {e}).
     // Pairs (x, e) need an edge only from an SC x that does not strongly
     // happen before e: in each other thread, the SC events e does not
-    // know yet (a suffix of its list). Pairs (e, x) exist only if e is
-    // not at the end of the location's modification order (it reads an
-    // older write or is a store placed before a later one).
+    // know yet (a suffix of its list), added with (a) above. Pairs (e, x)
+    // exist only if e is not at the end of the location's modification
+    // order (it reads an older write or is a store placed before a later
+    // one).
     const int newest = static_cast<int>(l.mo.size()) - 1;
-    for (size_t t = 0; t < sc_by_thread_.size(); ++t) {
-      if (static_cast<int>(t) == e.tid) continue;
-      const std::vector<int>& list = sc_by_thread_[t];
-      for (auto it = UnknownSc(t, PreOf(e, static_cast<int>(t)));
-           it != list.end(); ++it) {
-        const Event& X = events_[*it];
-        if (X.loc == e.loc && CohAt(WritePos(X), ReadPos(X), ew, er))
-          ScEdge(X.sc_node, e.sc_node);
-      }
-    }
     const bool at_end = ew >= 0 ? ew == newest : er == newest;
     if (at_end) return;
     for (int x : l.acc) {
