@@ -537,8 +537,13 @@ TEST_CASE("C++20: a same-thread relaxed store does not continue it") {
 // (which already joined the clocks before it): the outcomes must be those
 // of a walk over the whole chain. r[0] == 3 means both RMWs ran after the
 // head, so data is 1.
-template <rl::memory_order kFirst, rl::memory_order kSecond>
-struct RelSeqChain : rl::test_suite<RelSeqChain<kFirst, kSecond>, 4> {
+// With kFenceFirst, a release fence precedes the first RMW: an acquire RMW
+// after it is in the walk (its fence synchronizes) but is no release, so
+// the walk must not stop there.
+template <rl::memory_order kFirst, rl::memory_order kSecond,
+          bool kFenceFirst = false>
+struct RelSeqChain
+    : rl::test_suite<RelSeqChain<kFirst, kSecond, kFenceFirst>, 4> {
   rl::atomic<int> data{0}, flag{0};
   int r[2] = {-1, -1};
   void thread(unsigned i) {
@@ -546,6 +551,7 @@ struct RelSeqChain : rl::test_suite<RelSeqChain<kFirst, kSecond>, 4> {
       data.store(1, kRlx);
       flag.store(1, kRel);
     } else if (i == 1) {
+      if (kFenceFirst) rl::atomic_thread_fence(kRel);
       flag.fetch_add(1, kFirst);
     } else if (i == 2) {
       flag.fetch_add(1, kSecond);
@@ -556,9 +562,10 @@ struct RelSeqChain : rl::test_suite<RelSeqChain<kFirst, kSecond>, 4> {
   }
   void after() { Sink<RelSeqChain>().insert({r[0], r[1]}); }
 };
-template <rl::memory_order kFirst, rl::memory_order kSecond>
+template <rl::memory_order kFirst, rl::memory_order kSecond,
+          bool kFenceFirst = false>
 void CheckRelSeqChain() {
-  auto s = Explore<RelSeqChain<kFirst, kSecond>>();
+  auto s = Explore<RelSeqChain<kFirst, kSecond, kFenceFirst>>();
   CHECK(Has(s, {3, 1}));
   CHECK(!Has(s, {3, 0}));
   CHECK(Has(s, {2, 0}));  // both RMWs before the head in modification order
@@ -574,6 +581,9 @@ TEST_CASE("release sequence through a chain of RMWs of any order") {
   CheckRelSeqChain<rl::mo_seq_cst, kRlx>();
   CheckRelSeqChain<kRlx, rl::mo_seq_cst>();
   CheckRelSeqChain<rl::mo_seq_cst, rl::mo_seq_cst>();
+  CheckRelSeqChain<kAcq, kRlx, true>();
+  CheckRelSeqChain<kAcq, kAcq, true>();
+  CheckRelSeqChain<rl::mo_acq_rel, kRlx, true>();
 }
 
 // Release fence + relaxed store, read through an RMW chain, acquire fence.

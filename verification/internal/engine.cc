@@ -2738,9 +2738,11 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
     // happens before this thread's point (e.post is still its clock before
     // this event) is known with all it knew: its clock is not joined.
     // Only the chain's heads and writes after release fences matter: the
-    // walk follows rel_link. It stops after an acquire RMW H: H joined
-    // every earlier head's and fence's clock (its own walk), so they are
-    // at most H.post, which this read joins or already knows. Their SC
+    // walk follows rel_link. It stops after an acquire and release RMW H:
+    // H joined every earlier head's and fence's clock (its own walk), so
+    // they are at most H.post, which this read joins or already knows (an
+    // RMW that is no release synchronizes only through its release fence,
+    // whose clock lacks what the RMW acquired: the walk goes on). Their SC
     // edges are implied too if H is SC (each earlier SC one has an edge
     // into H, or into an SC RMW between that has one into H: a path to
     // this read through H's edge); else only if the execution has no SC
@@ -2758,7 +2760,7 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
       }
       if (H.kind != Kind::kRmw) break;
       const Event& prev = events_[H.rf];
-      if (H.acq && (H.sc || sc_events_.empty())) break;
+      if (H.rel && H.acq && (H.sc || sc_events_.empty())) break;
       h = prev.rel_link;
     }
     if (e.acq && b.has_sync) e.post.Join(b.sync);
