@@ -549,8 +549,9 @@ struct RelSeqChain
   void thread(unsigned i) {
     if (i == 0) {
       data.store(1, kRlx);
-      flag.store(1, kRel);
+      flag.store(1, kRel);  // Pairs with: the reader's kAcq load (via RMWs)
     } else if (i == 1) {
+      // Pairs with: the reader's kAcq load of this RMW's chain.
       if (kFenceFirst) rl::atomic_thread_fence(kRel);
       flag.fetch_add(1, kFirst);
     } else if (i == 2) {

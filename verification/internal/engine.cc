@@ -2759,9 +2759,8 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
         if (F.sc) b.sc_src.push_back(H.rel_fence);
       }
       if (H.kind != Kind::kRmw) break;
-      const Event& prev = events_[H.rf];
       if (H.rel && H.acq && (H.sc || sc_events_.empty())) break;
-      h = prev.rel_link;
+      h = events_[H.rf].rel_link;
     }
     if (e.acq && b.has_sync) e.post.Join(b.sync);
   }
@@ -5150,17 +5149,16 @@ std::string Engine::EventStr(int id) const {
 }
 
 // For an acquire read: a release write it synchronizes with under C++11's
-// release sequences but not under C++20's, and that does not happen before it
-// otherwise; -1 if none. C++11
-// ([intro.multithread] of N3337): the release sequence of A is the longest
-// run of writes after A in modification order that are A's thread's or
-// RMWs. C++20 (P0982) keeps only the RMWs, and Build() joins those. So:
-// some write of the run from A to the write read is a plain store, and all
-// of the run's plain stores are A's thread's. (A release fence needs no
-// such search: the run's last plain store comes after any fence before
-// A, and C++20's hypothetical release sequence of that store already
-// synchronizes.) Found for the trace only; an acquire fence after a
-// relaxed read is not considered.
+// release sequences but not under C++20's, and that does not happen before
+// it otherwise; -1 if none. C++11 ([intro.multithread] of N3337): the
+// release sequence of A is the longest run of writes after A in
+// modification order that are A's thread's or RMWs. C++20 (P0982) keeps
+// only the RMWs, and Build() joins those. So: some write of the run from A
+// to the write read is a plain store, and all of the run's plain stores
+// are A's thread's. (A release fence needs no such search: the run's last
+// plain store comes after any fence before A, and C++20's hypothetical
+// release sequence of that store already synchronizes.) Found for the
+// trace only; an acquire fence after a relaxed read is not considered.
 int Engine::Cxx11OnlyRelease(int id) const {
   const Event& e = events_[id];
   if (!e.reads || !e.acq) return -1;
