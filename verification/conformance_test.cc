@@ -915,8 +915,9 @@ struct SpinUntilSet : rl::test_suite<SpinUntilSet, 2> {
 };
 
 template <typename T>
-rl::test_params Random(unsigned long long seed) {
+rl::test_params Random(unsigned long long seed, bool as_executed = true) {
   rl::test_params p;
+  p.sc_order_as_executed = as_executed;
   p.print_summary = false;
   std::ostringstream trace;
   p.output_stream = &trace;
@@ -968,13 +969,17 @@ rl::test_params Replay(const std::string& state) {
   return again;
 }
 
-TEST_CASE("search: a random run's failure replays from its r4: state") {
-  rl::test_params p = Random<LostUpdate>(7);
-  REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-  REQUIRE(p.final_state.rfind("r4:", 0) == 0);
-  rl::test_params again = Replay<LostUpdate>(p.final_state);
-  CHECK(again.test_result == rl::test_result_user_assert_failed);
-  CHECK(again.stop_iteration == p.stop_iteration);
+TEST_CASE("search: a random run's failure replays from its r5:/r4: state") {
+  // r5: the SC order as executed (the default); r4: any SC order.
+  for (const bool as_executed : {true, false}) {
+    CAPTURE(as_executed);
+    rl::test_params p = Random<LostUpdate>(7, as_executed);
+    REQUIRE(p.test_result == rl::test_result_user_assert_failed);
+    REQUIRE(p.final_state.rfind(as_executed ? "r5:" : "r4:", 0) == 0);
+    rl::test_params again = Replay<LostUpdate>(p.final_state);
+    CHECK(again.test_result == rl::test_result_user_assert_failed);
+    CHECK(again.stop_iteration == p.stop_iteration);
+  }
 }
 
 // The same with seq_cst accesses: a sampled run probes only the action it
@@ -997,11 +1002,12 @@ struct ScLostUpdate : rl::test_suite<ScLostUpdate, 3> {
   void after() { RL_ASSERT(n.load() == 2); }
 };
 TEST_CASE("search: sampled seq_cst runs replay their failure") {
-  for (unsigned long long seed = 1; seed <= 20; ++seed) {
+  for (unsigned long long seed = 1; seed <= 40; ++seed) {
     CAPTURE(seed);
-    rl::test_params p = Random<ScLostUpdate>(seed);
+    const bool as_executed = seed % 2 == 0;
+    rl::test_params p = Random<ScLostUpdate>(seed, as_executed);
     REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-    REQUIRE(p.final_state.rfind("r4:", 0) == 0);
+    REQUIRE(p.final_state.rfind(as_executed ? "r5:" : "r4:", 0) == 0);
     rl::test_params again = Replay<ScLostUpdate>(p.final_state);
     CHECK(again.test_result == rl::test_result_user_assert_failed);
     CHECK(again.stop_iteration == p.stop_iteration);

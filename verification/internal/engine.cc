@@ -303,6 +303,11 @@ struct Loc {
   // earlier ones), or -1: SeenPosition() reads one access per thread.
   int32_t last_acc[kClockSlots];
   int init = -1;         // the construction (a non-atomic write) event
+  // The SC order as executed (Engine::sc_floors_): the newest write, in
+  // modification order, that a seq_cst access read or wrote or that
+  // happens before a seq_cst fence run so far, or -1. A seq_cst access
+  // must not be coherence-ordered before it (Engine::ScFloor).
+  int sc_floor = -1;
   debug_info info;
 };
 
@@ -853,7 +858,12 @@ class Engine {
   // past the record), recorded again (RecordTaken).
   size_t TakeReplayed(size_t n);
   void RecordTaken(size_t n, size_t idx) {
-    if (n > 1) taken_.push_back(static_cast<unsigned>(idx));
+    if (n <= 1) return;
+    // An index store, not push_back(): its out-of-line growth path made
+    // GCC call it out of line from the draw (+2% instructions, callgrind).
+    if (taken_n_ == taken_.size()) [[unlikely]]
+      taken_.resize(2 * taken_.size() + 64);
+    taken_[taken_n_++] = static_cast<unsigned>(idx);
   }
   // The schedulable thread running on through identical spin iterations
   // (it goes first and alone), or -1.
@@ -881,7 +891,7 @@ class Engine {
     const ThreadState& th = threads_[t];
     if (!th.op.await) return false;
     const Loc& l = locs_[th.op.loc];
-    for (int p = ReadLowerBound(th.op.loc, th.clock);
+    for (int p = ReadLowerBound(t, th.op.loc);
          p < static_cast<int>(l.mo.size()); ++p)
       if (AwaitReadable(th.op, events_[l.mo[p]])) return false;
     return true;
@@ -903,11 +913,47 @@ class Engine {
     return c.get(events_[e].tid) >= events_[e].idx;
   }
   int SeenPosition(int loc, const Clock& c) const;
-  int ReadLowerBound(int loc, const Clock& c) const {
-    return SeenPosition(loc, c);
+  // The first write thread t's pending access may read, the first position
+  // its store may take: coherence (what t's clock has seen) and, with the
+  // SC order as executed, ScFloor().
+  // Out of line, as SeenPosition() was: the draw that inlines it keeps
+  // its vector appends inline.
+  __attribute__((noinline)) int ReadLowerBound(unsigned t, int loc) const {
+    const int seen = SeenPosition(loc, threads_[t].clock);
+    // Until a thread's seq_cst event runs there is no floor: one load here.
+    if (floors_live_) [[unlikely]]
+      return std::max(seen, ScFloor(t, loc));
+    return seen;
   }
-  int WriteLowerBound(int loc, const Clock& c) const {
-    return SeenPosition(loc, c) + 1;
+  int WriteLowerBound(unsigned t, int loc) const {
+    return ReadLowerBound(t, loc) + 1;
+  }
+  // The SC order as executed (sc_floors_): S is the order in which the run
+  // executes seq_cst operations and fences, as in Relacy's random
+  // scheduler, so no SC-order graph is kept. Every S edge between earlier
+  // events already runs forward, and a fence adds edges only into itself;
+  // the new access e is last in S, so only its pairs (e, x), e
+  // coherence-ordered before an access x (AddScEdges, rule (b)), can run
+  // backward: left(e) -> right(x) with some member of right(x) run before
+  // the latest member of left(e). That is any x if e is seq_cst (left(e)
+  // holds e, run now) and x is seq_cst or happens before a seq_cst fence;
+  // else, with T the latest seq_cst fence that happens before e, any x
+  // seq_cst or before a fence by T's run. Each such x bounds e's read and
+  // write from below as an access of e's thread that happened before it
+  // would (e reads x's write or later, writes after it): the newest such
+  // write is Loc::sc_floor, as of now for a seq_cst e, as of T (a
+  // snapshot) otherwise. Returns its modification-order position, -1 if
+  // none. Checked against the full SC check under RL_SC_CHECK
+  // (CrossCheckFloors).
+  int ScFloor(unsigned t, int loc) const;
+  // Raises the floors for seq_cst event id (an access: its write or the
+  // write it read; a fence: every location's writes and reads that happen
+  // before it), and snapshots them at a fence.
+  void RaiseFloors(int id);
+  void RaiseFloor(Loc& l, int w) {
+    if (w >= 0 &&
+        (l.sc_floor < 0 || events_[w].mo_pos > events_[l.sc_floor].mo_pos))
+      l.sc_floor = w;
   }
   // Builds thread t's event for op and action a into e (fresh, already at
   // the end of events_) and b (its capacity reused).
@@ -944,7 +990,7 @@ class Engine {
   // an SC event, or any event once an SC fence exists (AddScEdges). Pop()
   // tests the same; pushing e cannot change it (an SC fence is e.sc).
   bool TouchesScGraph(const Event& e) const {
-    return e.sc || !sc_fences_.empty();
+    return (e.sc && !sc_floors_) || !sc_fences_.empty();
   }
   // The main thread runs only while no test thread runs: before the first
   // starts (constructor, before()) and after all have ended (after(),
@@ -971,8 +1017,11 @@ class Engine {
 #ifdef RL_SC_CHECK
   // The whole graph rebuilt and checked from scratch: the reference the
   // incremental check is compared with under -DRL_SC_CHECK.
-  bool ScConsistentFull();
+  // forward_only: whether the order in which events_ holds the SC events
+  // is an SC order (sc_floors_), not only whether one exists.
+  bool ScConsistentFull(bool forward_only = false);
   void CrossCheckSc(bool incremental);
+  void CrossCheckFloors();
 #endif
   bool Coh(int a, int b) const;
   // Coh() from modification-order positions: a's write (aw) and the write
@@ -1053,6 +1102,7 @@ class Engine {
   std::vector<unsigned> replay_;
   size_t replay_pos_ = 0;
   std::vector<unsigned> taken_;  // indices of multi-option decisions
+  size_t taken_n_ = 0;           // how many of taken_ this execution's
   SplitMix64 rng_;
   bool trace_ = false;
   std::vector<std::vector<int>> alts_;  // trace: other rf options per event
@@ -1116,6 +1166,16 @@ class Engine {
   std::vector<uint64_t> sc_adj_;
   size_t sc_words_ = 0;  // row width in words; capacity 64 * sc_words_
   std::vector<int> sc_fences_;  // SC fence events, in order
+  // The SC order as executed (ScFloor()): on for this run's random
+  // executions (test_params::sc_order_as_executed) and their replays.
+  bool sc_floors_ = false;
+  bool floors_live_ = false;  // RaiseFloors() ran in this execution
+  // Its seq_cst fences in order, and for each the floors after it: per
+  // location (as many as existed then), Loc::sc_floor, from
+  // floor_snap_at_[k] in floor_snaps_.
+  std::vector<int> floor_fences_;
+  std::vector<uint32_t> floor_snap_at_;
+  std::vector<int> floor_snaps_;
   std::vector<std::vector<int>> sc_by_thread_;  // SC events per thread
   std::vector<std::pair<int, int>> sc_edge_log_;
   std::vector<uint8_t> sc_color_;     // ScAcyclicAfterPush() scratch
@@ -2629,6 +2689,52 @@ int Engine::SeenPosition(int loc, const Clock& c) const {
   return seen;
 }
 
+int Engine::ScFloor(unsigned t, int loc) const {
+  const ThreadState& th = threads_[t];
+  if (MainOutsideThreads(t)) return -1;  // no SC-order node (Event::sc)
+  const Pending& op = th.op;
+  // A CAS whose failure is seq_cst is bounded as a whole: its success
+  // cannot read an older write than its failure may.
+  const bool sc = op.mo == mo_seq_cst ||
+                  (op.kind == OpKind::kCas && op.mo_fail == mo_seq_cst);
+  int w = -1;
+  if (sc) {
+    w = locs_[loc].sc_floor;
+  } else {
+    // The latest seq_cst fence that happens before e: its snapshot holds
+    // the greatest floor of any such fence (floors only rise).
+    for (size_t k = floor_fences_.size(); k-- > 0;) {
+      if (!Hb(floor_fences_[k], th.clock)) continue;
+      const uint32_t at = floor_snap_at_[k];
+      const uint32_t end = k + 1 < floor_snap_at_.size()
+                               ? floor_snap_at_[k + 1]
+                               : static_cast<uint32_t>(floor_snaps_.size());
+      if (static_cast<uint32_t>(loc) < end - at) w = floor_snaps_[at + loc];
+      break;
+    }
+  }
+  return w < 0 ? -1 : events_[w].mo_pos;
+}
+
+void Engine::RaiseFloors(int id) {
+  const Event& e = events_[id];
+  floors_live_ = true;
+  if (e.loc >= 0) {
+    Loc& l = locs_[e.loc];
+    RaiseFloor(l, e.writes ? id : e.rf);
+    return;
+  }
+  // A fence: every access that happens before it is in right(x) from now.
+  floor_fences_.push_back(id);
+  floor_snap_at_.push_back(static_cast<uint32_t>(floor_snaps_.size()));
+  for (size_t i = 0; i < locs_.size(); ++i) {
+    Loc& l = locs_[i];
+    if (!l.mo.empty())
+      RaiseFloor(l, l.mo[SeenPosition(static_cast<int>(i), e.post)]);
+    floor_snaps_.push_back(l.sc_floor);
+  }
+}
+
 uint64_t Engine::Compute(RmwOp op, uint64_t a, uint64_t b,
                          unsigned width) const {
   uint64_t r = 0;
@@ -2795,6 +2901,11 @@ __attribute__((flatten)) void Engine::Push(const Built& b) {
   }
   if (TouchesScGraph(e)) [[unlikely]]
     PushSc(id, b);
+  else if (e.sc && sc_floors_) [[unlikely]]
+    RaiseFloors(id);
+#ifdef RL_SC_CHECK
+  if (sc_floors_) CrossCheckFloors();
+#endif
 }
 
 __attribute__((noinline)) void Engine::PushSc(int id, const Built& b) {
@@ -3203,7 +3314,17 @@ void Engine::CrossCheckSc(bool incremental) {
   std::abort();
 }
 
-bool Engine::ScConsistentFull() {
+// Every event the floors let run keeps the order run an SC order.
+void Engine::CrossCheckFloors() {
+  if (ScConsistentFull(true)) return;
+  std::fprintf(stderr,
+               "RL_SC_CHECK: with the SC order as executed, event #%zu makes "
+               "the order run no SC order (%zu events)\n",
+               events_.size() - 1, events_.size());
+  std::abort();
+}
+
+bool Engine::ScConsistentFull(bool forward_only) {
   // Every seq_cst event is a node here, the main thread's too (Event::sc
   // leaves those out of the incremental graph: MainOutsideThreads()).
   auto is_sc = [&](int a) {
@@ -3251,6 +3372,14 @@ bool Engine::ScConsistentFull() {
           for (int y : right) adj[x][y] = 1;
       }
     }
+  }
+  if (forward_only) {
+    // The SC order as executed: every edge must run forward in events_
+    // order, which is the order the execution ran them in.
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j)
+        if (adj[i][j] && sc_events[i] > sc_events[j]) return false;
+    return true;
   }
   // Cycle check (DFS colours).
   std::vector<uint8_t> color(n, 0);
@@ -3341,7 +3470,7 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
     if (lazy_probe_ || ScAllows(t, a)) out->push_back(a);
   };
   if (op.kind == OpKind::kStore) {
-    int lb = WriteLowerBound(op.loc, th.clock);
+    int lb = WriteLowerBound(t, op.loc);
     for (int p = lb; p <= static_cast<int>(l.mo.size()); ++p) {
       if (!StorePosOpen(l, p)) continue;
       Action a;
@@ -3351,7 +3480,7 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
     }
     return;
   }
-  int lb = ReadLowerBound(op.loc, th.clock);
+  int lb = ReadLowerBound(t, op.loc);
   // Newest first: tends to reach complete executions sooner.
   for (int p = static_cast<int>(l.mo.size()) - 1; p >= lb; --p) {
     int w = l.mo[p];
@@ -3399,16 +3528,16 @@ bool Engine::DirectActions(unsigned t, DirectRange* r) const {
   const int size = static_cast<int>(l.mo.size());
   switch (op.kind) {
     case OpKind::kLoad:  // every write from the lower bound on
-      r->lb = ReadLowerBound(op.loc, th.clock);
+      r->lb = ReadLowerBound(t, op.loc);
       r->n = static_cast<size_t>(size - r->lb);
       return true;
     case OpKind::kStore:
-      r->lb = WriteLowerBound(op.loc, th.clock);
+      r->lb = WriteLowerBound(t, op.loc);
       r->n = 0;
       for (int p = r->lb; p <= size; ++p) r->n += StorePosOpen(l, p);
       return true;
     case OpKind::kRmw:
-      r->lb = ReadLowerBound(op.loc, th.clock);
+      r->lb = ReadLowerBound(t, op.loc);
       r->n = 0;
       for (int p = r->lb; p < size; ++p)
         r->n += ReadableBy(op.kind, events_[l.mo[p]]);
@@ -4017,8 +4146,9 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
   if (mo == mo_relaxed) return;
   Built& b = built_;
   const Event& e = NewFence(cur_, mo, info, b);
-  // A fence names no location: Push() would only add it to the SC graph.
-  if (TouchesScGraph(e)) Push(b);
+  // A fence names no location: Push() would only add it to the SC graph
+  // or raise the floors (sc_floors_).
+  if (TouchesScGraph(e) || (e.sc && sc_floors_)) Push(b);
   AdvanceThread(cur_, e);
   CheckDepth();
   if (failed_) {
@@ -4927,6 +5057,10 @@ void Engine::ResetExecution() {
   for (auto& list : sc_by_thread_) list.clear();
   kept_probe_ = false;
   sc_fences_.clear();
+  floors_live_ = false;
+  floor_fences_.clear();
+  floor_snap_at_.clear();
+  floor_snaps_.clear();
   for (auto& th : threads_) {
     // Not th = ThreadState(): that zeroes and copies the ucontext_t too.
     // Rebuilt in place (ThreadVars is trivially destructible): assigning
@@ -4953,7 +5087,7 @@ void Engine::ResetExecution() {
   var_trace_.clear();
   pos_ = 0;
   replay_pos_ = 0;
-  taken_.clear();
+  taken_n_ = 0;
   alts_.clear();
 }
 
@@ -5073,10 +5207,12 @@ Engine::Outcome Engine::RunOne() {
 
 std::string Engine::EncodeState() const {
   std::ostringstream s;
-  // v2:<stop_iteration> (r4: for a sampled run; r2: and r3: states of
+  // v2:<stop_iteration> (r5: for a sampled run with the SC order as
+  // executed, r4: for one without; r2: and r3: states of
   // earlier versions replay as they were recorded),
   // then the decisions taken.
   s << (!sampling_       ? "v2:"
+        : sc_floors_     ? "r5:"
         : thread_first_  ? "r4:"
         : lazy_sampling_ ? "r3:"
                          : "r2:")
@@ -5086,7 +5222,7 @@ std::string Engine::EncodeState() const {
     for (size_t i = 0; i < pos_ && i < stack_.size(); ++i)
       if (stack_[i].opts.size() > 1) s << ' ' << stack_[i].cur;
   } else {
-    for (unsigned i : taken_) s << ' ' << i;
+    for (size_t i = 0; i < taken_n_; ++i) s << ' ' << taken_[i];
   }
   return s.str();
 }
@@ -5205,6 +5341,7 @@ test_result_e Engine::Run(test_result_e expected) {
   {
     Mode saved = mode_;
     mode_ = Mode::kDfs;
+    sc_floors_ = false;
     t_warmup = true;
     RunOne();
     t_warmup = false;
@@ -5220,7 +5357,8 @@ test_result_e Engine::Run(test_result_e expected) {
     std::istringstream in(p_.initial_state);
     std::string tag;
     in >> tag;
-    thread_first_ = tag.rfind("r4:", 0) == 0;
+    sc_floors_ = tag.rfind("r5:", 0) == 0;
+    thread_first_ = tag.rfind("r4:", 0) == 0 || sc_floors_;
     lazy_sampling_ = tag.rfind("r3:", 0) == 0 || thread_first_;
     sampling_ = tag.rfind("r2:", 0) == 0 || lazy_sampling_;
     if (tag.rfind("v2:", 0) == 0 || sampling_)
@@ -5241,6 +5379,7 @@ test_result_e Engine::Run(test_result_e expected) {
       sampling_ = true;
       lazy_sampling_ = true;
       thread_first_ = true;
+      sc_floors_ = p_.sc_order_as_executed;
       if (seed == 0)
         seed = static_cast<unsigned long long>(
             SteadyClock::now().time_since_epoch().count());

@@ -135,6 +135,14 @@ struct test_params {
   // retry loops"); a loop that does carry state is then not explored past
   // its first failed tries (a bounded spin's slow path is missed).
   bool stateless_spins = false;
+  // sched_random: the SC order is the order in which the execution runs
+  // its seq_cst operations and fences, as in Relacy's random scheduler
+  // (and no SC-order graph is kept: seq_cst executions cost about what
+  // acquire/release ones do). false: any SC order C++20 allows, as the
+  // exhaustive search explores (an execution whose only SC orders differ
+  // from the order run is then reachable too). docs/verification.md,
+  // "The SC order as executed".
+  bool sc_order_as_executed = true;
   // Replay: if non-empty, run exactly the execution it encodes.
   std::string initial_state;
   // Out: the encoded failing execution (feed back as initial_state).
