@@ -14,6 +14,8 @@
 //                             fetch_adds each on one counter, seq_cst (the
 //                             dialect's default order): a chain of RMWs
 //   counter-relaxed random N  the same with relaxed fetch_adds
+//   peterson random N         N random iterations of Peterson's lock, every
+//                             access in the default order (seq_cst)
 //
 // Prints the executions run on a line of its own ("executions N").
 #include <cstdint>
@@ -79,6 +81,27 @@ struct Counter : rl::test_suite<Counter<kOrder>, 4> {
   void after() { RL_ASSERT(count($).load(rl::memory_order_relaxed) == 20); }
 };
 
+// Peterson's lock as Relacy's examples write it: every access in the
+// dialect's default order (seq_cst), the shared data an rl::var.
+struct Peterson : rl::test_suite<Peterson, 2> {
+  rl::atomic<int> flag0, flag1, turn;
+  rl::var<int> data;
+  void before() {
+    flag0($) = 0;
+    flag1($) = 0;
+    turn($) = 0;
+  }
+  void thread(unsigned i) {
+    rl::atomic<int>& mine = i == 0 ? flag0 : flag1;
+    rl::atomic<int>& other = i == 0 ? flag1 : flag0;
+    mine($) = 1;
+    turn($) = static_cast<int>(1 - i);
+    while (other($) == 1 && turn($) == static_cast<int>(1 - i)) rl::yield(1, $);
+    data($) = static_cast<int>(i);
+    mine($) = 0;
+  }
+};
+
 template <typename Suite>
 int Run(bool full, unsigned long long iterations, unsigned long long seed) {
   rl::test_params p;
@@ -102,10 +125,11 @@ int Run(bool full, unsigned long long iterations, unsigned long long seed) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: %s seqcount|loads|counter|counter-relaxed random N "
-                 "[SEED] | seqcount full\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s seqcount|loads|counter|counter-relaxed|peterson random N "
+        "[SEED] | seqcount full\n",
+        argv[0]);
     return 2;
   }
   const bool full = std::strcmp(argv[2], "full") == 0;
@@ -121,6 +145,8 @@ int main(int argc, char** argv) {
     return Run<Counter<rl::memory_order_seq_cst>>(false, n, seed);
   if (std::strcmp(argv[1], "counter-relaxed") == 0 && !full)
     return Run<Counter<rl::memory_order_relaxed>>(false, n, seed);
+  if (std::strcmp(argv[1], "peterson") == 0 && !full)
+    return Run<Peterson>(false, n, seed);
   std::fprintf(stderr, "unknown program %s %s\n", argv[1], argv[2]);
   return 2;
 }

@@ -14,7 +14,8 @@
 #   seqcount, the instructions per relaxed load (100 loads per execution,
 #   1,000 executions against 0, start-up subtracted), and 5,000 random
 #   iterations of a counter incremented by four threads (seq_cst and
-#   relaxed fetch_adds: chains of RMWs).
+#   relaxed fetch_adds: chains of RMWs), and 5,000 of Peterson's lock in
+#   the dialect's default order (seq_cst).
 #
 #   tools/relacy_speed.sh /path/to/relacy [workdir]
 #
@@ -102,6 +103,7 @@ if command -v valgrind >/dev/null; then
     for c in counter counter-relaxed; do
       echo "  $side: $c 5,000 random iterations $(instr "$WORK/$side" "$c" random 5000 1)"
     done
+    echo "  $side: peterson 5,000 random iterations $(instr "$WORK/$side" peterson random 5000 1)"
   done
 else
   echo "instructions: valgrind not installed, not counted"
