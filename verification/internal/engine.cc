@@ -2936,7 +2936,16 @@ void Engine::Pop() {
     }
     sc_edge_log_.resize(mark.edges);
   }
-  if (e.sc) {
+  // With the SC order as executed nothing is probed (no SC event is in
+  // the graph, so ScAllows() never builds one): Pop() never runs there
+  // (its floors could not be lowered back).
+#ifdef RL_SC_CHECK
+  if (sc_floors_) {
+    std::fprintf(stderr, "RL_SC_CHECK: Pop() with the SC order as executed\n");
+    std::abort();
+  }
+#endif
+  if (e.sc && !sc_floors_) {
     sc_events_.pop_back();
     sc_by_thread_[e.tid].pop_back();
     if (e.kind == Kind::kFence) sc_fences_.pop_back();
