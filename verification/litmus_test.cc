@@ -557,6 +557,8 @@ struct RelSeqChain
     } else if (i == 2) {
       flag.fetch_add(1, kSecond);
     } else {
+      // Pairs with: thread 0's kRel store and thread 1's fence (through
+      // the RMW chain).
       r[0] = flag.load(kAcq);
       r[1] = data.load(kRlx);
     }
@@ -782,13 +784,17 @@ struct ScBeforeWhatItSaw : rl::test_suite<ScBeforeWhatItSaw, 2> {
   void thread(unsigned i) {
     if (i == 0) {
       x.store(1, kRlx);
-      // In S after the load of x below when that reads 0; pairs with no
-      // fence or acquire of thread 1 (none: the point of the shape).
+      // Pairs with: nothing in thread 1 (no fence, no acquire: the point
+      // of the shape); in S after the load of x below when that reads 0.
       rl::atomic_thread_fence(kSc);
-      y.store(1, kSc);  // read by a relaxed load: synchronizes with nothing
+      // Pairs with: nothing (read by a relaxed load, it synchronizes with
+      // no one).
+      y.store(1, kSc);
     } else {
       r[0] = y.load(kRlx);  // relaxed: what it reads orders nothing in S
-      r[1] = x.load(kSc);   // reading 0, precedes the fence in S
+      // Pairs with: nothing (no release reaches it); reading 0, it
+      // precedes thread 0's fence in S.
+      r[1] = x.load(kSc);
     }
   }
   void after() { Sink<ScBeforeWhatItSaw>().insert({r[0], r[1]}); }
