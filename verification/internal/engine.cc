@@ -4156,8 +4156,8 @@ void Engine::Fence(memory_order mo, const debug_info& info) {
   Built& b = built_;
   const Event& e = NewFence(cur_, mo, info, b);
   // A fence names no location: Push() would only add it to the SC graph
-  // or raise the floors (sc_floors_).
-  if (TouchesScGraph(e) || (e.sc && sc_floors_)) Push(b);
+  // or raise the floors (sc_floors_), which it decides itself.
+  if (e.sc || !sc_fences_.empty()) Push(b);
   AdvanceThread(cur_, e);
   CheckDepth();
   if (failed_) {
