@@ -919,7 +919,26 @@ class Engine {
   // Out of line, as SeenPosition() was: the draw that inlines it keeps
   // its vector appends inline.
   __attribute__((noinline)) int ReadLowerBound(unsigned t, int loc) const {
-    const int seen = SeenPosition(loc, threads_[t].clock);
+    const Clock& c = threads_[t].clock;
+    // The newest write happens before t (often it is t's own): no access
+    // is newer, and no floor higher, so nothing else need be looked at.
+    const std::vector<int>& mo = locs_[loc].mo;
+    if (!mo.empty()) {
+      const Event& newest = events_[mo.back()];
+      if (c.get(newest.tid) >= newest.idx) {
+#ifdef RL_SC_CHECK
+        if (SeenPosition(loc, c) != static_cast<int>(mo.size()) - 1) {
+          std::fprintf(stderr,
+                       "RL_SC_CHECK: %s's newest write happens "
+                       "before thread %u, which has not seen it\n",
+                       LocStr(loc).c_str(), t);
+          std::abort();
+        }
+#endif
+        return static_cast<int>(mo.size()) - 1;
+      }
+    }
+    const int seen = SeenPosition(loc, c);
     // Until a thread's seq_cst event runs there is no floor: one load here.
     if (floors_live_) [[unlikely]]
       return std::max(seen, ScFloor(t, loc));
