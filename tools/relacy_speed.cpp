@@ -103,7 +103,8 @@ struct Peterson : rl::test_suite<Peterson, 2> {
 };
 
 template <typename Suite>
-int Run(bool full, unsigned long long iterations, unsigned long long seed) {
+int Run(bool full, unsigned long long iterations, unsigned long long seed,
+        unsigned jobs) {
   rl::test_params p;
   if (full) {
     p.search_type = rl::sched_full;
@@ -113,8 +114,10 @@ int Run(bool full, unsigned long long iterations, unsigned long long seed) {
   }
 #ifdef RL_REAL
   (void)seed;  // Relacy seeds iteration i with i
+  (void)jobs;  // Relacy runs in one process
 #else
   p.seed = seed;
+  p.jobs = jobs;
   p.print_summary = false;
 #endif
   const bool ok = rl::simulate<Suite>(p);
@@ -137,16 +140,18 @@ int main(int argc, char** argv) {
       argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000;
   const unsigned long long seed =
       argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 1;
+  const unsigned jobs =
+      argc > 5 ? static_cast<unsigned>(std::strtoul(argv[5], nullptr, 10)) : 1;
   if (std::strcmp(argv[1], "seqcount") == 0)
-    return Run<SeqCount>(full, n, seed);
+    return Run<SeqCount>(full, n, seed, jobs);
   if (std::strcmp(argv[1], "loads") == 0 && !full)
-    return Run<Loads>(false, n, seed);
+    return Run<Loads>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "counter") == 0 && !full)
-    return Run<Counter<rl::memory_order_seq_cst>>(false, n, seed);
+    return Run<Counter<rl::memory_order_seq_cst>>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "counter-relaxed") == 0 && !full)
-    return Run<Counter<rl::memory_order_relaxed>>(false, n, seed);
+    return Run<Counter<rl::memory_order_relaxed>>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "peterson") == 0 && !full)
-    return Run<Peterson>(false, n, seed);
+    return Run<Peterson>(false, n, seed, jobs);
   std::fprintf(stderr, "unknown program %s %s\n", argv[1], argv[2]);
   return 2;
 }

@@ -3,9 +3,10 @@
 # 9f25438) on the same Relacy-dialect programs (tools/relacy_speed.cpp),
 # built with the same compiler and flags, side by side in one run:
 #
-# * random search: ROUNDS rounds, each running both sides (in alternating
-#   order) for ITERATIONS iterations of the two-writes seqcount; prints
-#   each round's seconds, the medians and their ratio;
+# * random search: ROUNDS rounds, each running real Relacy, this checker
+#   and this checker's forked search (test_params::jobs = JOBS, in a
+#   rotating order) for ITERATIONS iterations of the two-writes seqcount;
+#   prints each round's seconds, the medians and their ratios;
 # * exhaustive search of the same program: this checker each round, and
 #   real Relacy's (about 40 s and 29 million executions) once if FULL=1;
 #   prints executions per second;
@@ -19,7 +20,8 @@
 #
 #   tools/relacy_speed.sh /path/to/relacy [workdir]
 #
-# Env: CXX (g++), CXXFLAGS (-O2), ROUNDS (8), ITERATIONS (1000000), FULL (0).
+# Env: CXX (g++), CXXFLAGS (-O2), ROUNDS (8), ITERATIONS (1000000), FULL (0),
+# JOBS (nproc: the forked random search's processes, timed as a third side).
 # Nothing of Relacy is copied into the project: both builds happen in the
 # workdir. Run on a quiet machine; docs/verification.md, "Speed against
 # Relacy", has the figures measured so.
@@ -33,6 +35,7 @@ read -r -a FLAGS <<<"${CXXFLAGS:--O2}"
 ROUNDS=${ROUNDS:-8}
 ITERATIONS=${ITERATIONS:-1000000}
 FULL=${FULL:-0}
+JOBS=${JOBS:-$(nproc)}
 
 if [[ -e $WORK && ! -e $WORK/.relacy_speed ]]; then
   echo "$WORK exists and is not a workdir of this script; not removing it" >&2
@@ -58,20 +61,35 @@ median() { sort -g | awk '{v[NR] = $1} END {m = int((NR + 1) / 2); if (NR % 2) p
 executions() { awk '/^executions /{print $2}' "$WORK/last.out" | tail -1; }
 per_second() { echo "$1 $2" | awk '{printf "%.0f", $1 / $2}'; }
 
-echo "random search, seqcount, $ITERATIONS iterations, $ROUNDS rounds (seconds):"
+# Each round runs real Relacy, this checker in one process and this
+# checker's forked search (test_params::jobs = JOBS processes), in a
+# rotating order.
+echo "random search, seqcount, $ITERATIONS iterations, $ROUNDS rounds (seconds; forked: $JOBS processes):"
 : >"$WORK/random.real"
 : >"$WORK/random.ours"
+: >"$WORK/random.forked"
 for ((r = 1; r <= ROUNDS; ++r)); do
-  if ((r % 2)); then order=(real ours); else order=(ours real); fi
+  case $((r % 3)) in
+    1) order=(real ours forked) ;;
+    2) order=(ours forked real) ;;
+    0) order=(forked real ours) ;;
+  esac
   for side in "${order[@]}"; do
-    s=$(seconds "$WORK/$side" seqcount random "$ITERATIONS" "$r") || { echo "$side failed"; exit 1; }
+    case $side in
+      real) cmd=("$WORK/real" seqcount random "$ITERATIONS" "$r") ;;
+      ours) cmd=("$WORK/ours" seqcount random "$ITERATIONS" "$r" 1) ;;
+      forked) cmd=("$WORK/ours" seqcount random "$ITERATIONS" "$r" "$JOBS") ;;
+    esac
+    s=$(seconds "${cmd[@]}") || { echo "$side failed"; exit 1; }
     echo "$s" >>"$WORK/random.$side"
   done
-  echo "  round $r: real $(tail -1 "$WORK/random.real")  ours $(tail -1 "$WORK/random.ours")"
+  echo "  round $r: real $(tail -1 "$WORK/random.real")  ours $(tail -1 "$WORK/random.ours")  forked $(tail -1 "$WORK/random.forked")"
 done
 real_med=$(median <"$WORK/random.real")
 ours_med=$(median <"$WORK/random.ours")
-echo "  median: real $real_med s, ours $ours_med s; ours / real = $(echo "$ours_med $real_med" | awk '{printf "%.2f", $1 / $2}')"
+forked_med=$(median <"$WORK/random.forked")
+ratio() { echo "$1 $2" | awk '{printf "%.2f", $1 / $2}'; }
+echo "  median: real $real_med s, ours $ours_med s, forked $forked_med s; ours / real = $(ratio "$ours_med" "$real_med"), forked / real = $(ratio "$forked_med" "$real_med")"
 
 echo "exhaustive search, seqcount:"
 : >"$WORK/full.ours"

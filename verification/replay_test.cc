@@ -1,4 +1,8 @@
 // Replay of failing executions, search modes, and spin/livelock handling.
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -176,6 +180,131 @@ TEST_CASE("spin: waiting for a flag is explored finitely") {
   CHECK(rl::simulate<WaitFlag<1>>(b));
   CHECK(a.executions >= 1);
   CHECK(b.executions >= 1);
+}
+
+// Fails only if thread 1 makes all its kSteps stores before thread 0's
+// one load: rare in a random search (about one iteration in 2^kSteps), so
+// the first failure lies deep in a forked search's chunks.
+struct LateFailure : rl::test_suite<LateFailure, 2> {
+  static constexpr int kSteps = 9;
+  rl::atomic<int> count{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      RL_ASSERT(count.load(rl::mo_relaxed) != kSteps);
+    } else {
+      for (int k = 1; k <= kSteps; ++k) count.store(k, rl::mo_relaxed);
+    }
+  }
+};
+
+// The outcome of one random search of Suite with jobs processes.
+struct SearchResult {
+  bool passed;
+  rl::test_result_e result;
+  unsigned long long stop_iteration, executions, pruned;
+  std::string state, trace;
+};
+template <typename Suite>
+SearchResult RandomSearch(unsigned long long seed, unsigned iterations,
+                          unsigned jobs) {
+  std::ostringstream out;
+  rl::test_params p;
+  p.search_type = rl::sched_random;
+  p.iteration_count = iterations;
+  p.seed = seed;
+  p.jobs = jobs;
+  p.output_stream = &out;
+  const bool passed = rl::simulate<Suite>(p);
+  const std::string o = out.str();
+  // The trace, up to the summary line (which has the run's seconds).
+  const size_t at = o.find("---- failing execution");
+  const size_t end = o.find('\n', o.find("replay with", at));
+  return {passed,
+          p.test_result,
+          p.stop_iteration,
+          p.executions,
+          p.blocked_executions,
+          p.final_state,
+          at == std::string::npos ? "" : o.substr(at, end - at)};
+}
+
+template <typename Suite>
+void SameWithJobs(unsigned long long seed, unsigned iterations, unsigned jobs) {
+  CAPTURE(seed);
+  CAPTURE(jobs);
+  const SearchResult one = RandomSearch<Suite>(seed, iterations, 1);
+  const SearchResult many = RandomSearch<Suite>(seed, iterations, jobs);
+  CHECK(many.passed == one.passed);
+  CHECK(many.result == one.result);
+  CHECK(many.stop_iteration == one.stop_iteration);
+  CHECK(many.executions == one.executions);
+  CHECK(many.pruned == one.pruned);
+  CHECK(many.state == one.state);
+  CHECK(many.trace == one.trace);
+}
+
+TEST_CASE("search: a forked random search finds what one process finds") {
+  // Each iteration has its own seed, so the lowest failing iteration, its
+  // state and trace, and the counts before it do not depend on the number
+  // of processes (nor on which process ran which chunk).
+  int deep = 0;
+  for (unsigned long long seed = 1; seed <= 6; ++seed) {
+    const SearchResult one = RandomSearch<LateFailure>(seed, 20000, 1);
+    REQUIRE(!one.passed);                  // found within 20,000 iterations
+    if (one.stop_iteration > 200) ++deep;  // past a 2-job search's chunk 0
+    for (unsigned jobs : {2u, 3u}) SameWithJobs<LateFailure>(seed, 20000, jobs);
+  }
+  CHECK(deep >= 3);  // most failures lie in a later chunk
+  // Passing searches, one with pruned iterations (a spin on a flag): every
+  // iteration counted once.
+  for (unsigned long long seed = 1; seed <= 3; ++seed) {
+    SameWithJobs<SbCount>(seed, 3000, 2);
+    SameWithJobs<WaitFlag<1>>(seed, 3000, 2);
+    const SearchResult r = RandomSearch<WaitFlag<1>>(seed, 3000, 2);
+    CHECK(r.passed);
+    CHECK(r.executions + r.pruned == 3000);
+  }
+}
+
+// Leaves the process when it is not the one that started the test: a
+// forked search's workers die, the calling process runs on. kHow: exits
+// with status 3, exits with 0 before the worker's end, or is killed.
+int g_test_process = 0;
+template <int kHow>
+struct DiesInWorkers : rl::test_suite<DiesInWorkers<kHow>, 2> {
+  rl::atomic<int> x{0};
+  void thread(unsigned i) {
+    if (getpid() != g_test_process) {
+      if (kHow == 0) _exit(3);
+      if (kHow == 1) _exit(0);
+      raise(SIGKILL);
+    }
+    x.store(static_cast<int>(i), rl::mo_relaxed);
+  }
+};
+
+template <int kHow>
+void RunsHereWhenAWorkerDies(const char* said) {
+  g_test_process = getpid();
+  const SearchResult one = RandomSearch<DiesInWorkers<kHow>>(5, 2000, 1);
+  std::ostringstream err;
+  std::streambuf* saved = std::cerr.rdbuf(err.rdbuf());
+  const SearchResult many = RandomSearch<DiesInWorkers<kHow>>(5, 2000, 2);
+  std::cerr.rdbuf(saved);
+  CHECK(err.str().find(std::string(said) +
+                       "; running the search in this process") !=
+        std::string::npos);
+  CHECK(one.passed);
+  CHECK(one.executions == 2000);
+  CHECK(many.passed);
+  CHECK(many.executions == one.executions);
+  CHECK(many.pruned == one.pruned);
+}
+
+TEST_CASE("search: a forked search whose worker dies runs in this process") {
+  RunsHereWhenAWorkerDies<0>("exited with status 3");
+  RunsHereWhenAWorkerDies<1>("exited before its end");
+  RunsHereWhenAWorkerDies<2>("died of signal 9");
 }
 
 }  // namespace

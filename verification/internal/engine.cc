@@ -15,11 +15,15 @@
 #include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <unwind.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -628,6 +632,13 @@ class Engine {
   }
 
   test_result_e Run(test_result_e expected);
+  // The seed of random iteration iter (its own SplitMix64 stream).
+  static uint64_t IterationSeed(uint64_t seed, uint64_t iter);
+  // The random search in test_params::jobs processes; false if not run.
+  bool RunForked(uint64_t seed, test_result_e* found, std::string* state);
+  // A failing state longer than this is not passed back from a worker:
+  // the search is then run in the calling process.
+  static constexpr uint32_t kForkStateMax = 1u << 20;
 
   // ---- API entry points (called from user code) ----
   // side: a location of the front end's own bookkeeping (NewSideAtomic).
@@ -5356,6 +5367,171 @@ void Engine::PrintTrace() {
     << BaseName(fail_info_.file_) << ":" << fail_info_.line_ << "]\n";
 }
 
+uint64_t Engine::IterationSeed(uint64_t seed, uint64_t iter) {
+  // The iter-th draw of a SplitMix64 stream seeded with seed: each
+  // iteration has its own stream, so iteration i is the same execution
+  // whichever process of a forked search runs it, and whatever ran before.
+  SplitMix64 seeds;
+  seeds.seed(seed + iter * 0x9e3779b97f4a7c15);
+  return seeds();
+}
+
+// The random search in test_params::jobs forked processes (workers): each
+// takes the next chunk of iterations from a shared counter and runs it as
+// the one-process search would (IterationSeed), until an iteration fails;
+// every worker then stops at its first iteration past the lowest failing
+// one. The result is the one-process search's: the lowest failing
+// iteration, its state and the counts of the iterations before it (every
+// chunk below the failing one ran whole; the failing one up to the
+// failure). The workers' records live in a shared anonymous mapping and
+// are read after waitpid(), which orders them before the reads. This
+// process runs no iteration itself: its state stays the one before the
+// search, as the failing execution's replay (Run) needs. False, with
+// nothing counted, where it cannot fork, or if a worker did not finish (a
+// crash in the code under test, exit() called, a signal): the caller then
+// runs the search in this process, where the same iterations run again
+// and a crash can be debugged.
+bool Engine::RunForked(uint64_t seed, test_result_e* found,
+                       std::string* state) {
+  uint64_t n = p_.iteration_count;
+  if (p_.max_executions != 0) n = std::min<uint64_t>(n, p_.max_executions);
+  const unsigned jobs = std::min<unsigned>(p_.jobs, 64);
+  // About 64 chunks per worker (an even share when their iterations cost
+  // differently), at least 16 iterations each.
+  const uint64_t chunk = std::max<uint64_t>(16, n / (uint64_t{jobs} * 64));
+  const uint64_t chunks = (n + chunk - 1) / chunk;
+  if (chunks < 2) return false;
+  constexpr uint64_t kNone = ~uint64_t{0};
+  struct Shared {
+    std::atomic<uint64_t> next_chunk;
+    // The lowest failing iteration reported so far, or kNone.
+    std::atomic<uint64_t> fail_iter;
+  };
+  struct ChunkCounts {
+    uint32_t complete, pruned;
+  };
+  struct Worker {
+    bool finished;       // set last, before _exit(0)
+    uint64_t fail_iter;  // its failing iteration, or kNone
+    int result;
+    uint32_t state_len;
+    char state[kForkStateMax];  // EncodeState(), cut at kForkStateMax
+  };
+  static_assert(std::atomic<uint64_t>::is_always_lock_free,
+                "lock-free, so usable between processes");
+  const size_t counts_at = sizeof(Shared);
+  const size_t workers_at =
+      (counts_at + chunks * sizeof(ChunkCounts) + 63) / 64 * 64;
+  const size_t bytes = workers_at + jobs * sizeof(Worker);
+  // Zeroed; the pages of a worker's state are touched only if it fails.
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  char* base = static_cast<char*>(mem);
+  Shared* shared = new (base) Shared;
+  // Relaxed, as every access to shared: the workers are forked after these
+  // stores, and fork() copies them in.
+  shared->next_chunk.store(0, std::memory_order_relaxed);
+  shared->fail_iter.store(kNone, std::memory_order_relaxed);
+  ChunkCounts* counts = reinterpret_cast<ChunkCounts*>(base + counts_at);
+  Worker* workers = reinterpret_cast<Worker*>(base + workers_at);
+  for (unsigned w = 0; w < jobs; ++w) workers[w].fail_iter = kNone;
+  // Buffered output would be written again by each worker's exit.
+  std::fflush(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  out_->flush();
+  std::vector<pid_t> pids;
+  for (unsigned w = 0; w < jobs; ++w) {
+    const pid_t pid = fork();
+    if (pid < 0) break;  // fewer workers: the others take more chunks
+    if (pid > 0) {
+      pids.push_back(pid);
+      continue;
+    }
+    Worker& me = workers[w];
+    for (bool stop = false; !stop;) {
+      // Relaxed: the counter only hands out each chunk once (an atomic
+      // RMW does); nothing else is published through it.
+      const uint64_t c =
+          shared->next_chunk.fetch_add(1, std::memory_order_relaxed);
+      if (c >= chunks) break;
+      const uint64_t end = std::min(n, (c + 1) * chunk);
+      for (uint64_t iter = c * chunk; iter < end && !stop; ++iter) {
+        // Relaxed: a stale bound only lets an iteration past the lowest
+        // failure run, and such an iteration is not counted.
+        if (iter > shared->fail_iter.load(std::memory_order_relaxed)) {
+          stop = true;
+          break;
+        }
+        rng_.seed(IterationSeed(seed, iter));
+        const Outcome o = RunOne();
+        if (o == Outcome::kComplete) ++counts[c].complete;
+        if (o == Outcome::kPruned) ++counts[c].pruned;
+        if (o != Outcome::kFailed) continue;
+        stop_iteration_ = iter + 1;  // as the one-process search counts
+        const std::string st = EncodeState();
+        me.fail_iter = iter;
+        me.result = static_cast<int>(result_);
+        me.state_len =
+            static_cast<uint32_t>(std::min<size_t>(st.size(), kForkStateMax));
+        std::memcpy(me.state, st.data(), me.state_len);
+        // Relaxed: only lowers the bound the workers stop at; the
+        // failure itself is read after waitpid().
+        uint64_t low = shared->fail_iter.load(std::memory_order_relaxed);
+        while (iter < low && !shared->fail_iter.compare_exchange_weak(
+                                 low, iter, std::memory_order_relaxed)) {
+        }
+        stop = true;
+      }
+    }
+    std::fflush(nullptr);
+    std::cout.flush();
+    std::cerr.flush();
+    me.finished = true;
+    _exit(0);
+  }
+  bool ok = !pids.empty();
+  for (size_t k = 0; k < pids.size(); ++k) {
+    int status = 0;
+    while (waitpid(pids[k], &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && workers[k].finished)
+      continue;
+    ok = false;
+    std::cerr << name_ << ": a worker of the forked random search ";
+    if (WIFSIGNALED(status))
+      std::cerr << "died of signal " << WTERMSIG(status);
+    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      std::cerr << "exited with status " << WEXITSTATUS(status);
+    else
+      std::cerr << "exited before its end";
+    std::cerr << "; running the search in this process\n";
+  }
+  const uint64_t fail = shared->fail_iter.load(std::memory_order_relaxed);
+  if (ok) {
+    const uint64_t counted = fail == kNone ? chunks : fail / chunk + 1;
+    for (uint64_t c = 0; c < counted; ++c) {
+      p_.executions += counts[c].complete;
+      p_.blocked_executions += counts[c].pruned;
+    }
+    for (size_t k = 0; fail != kNone && k < pids.size(); ++k) {
+      const Worker& f = workers[k];
+      if (f.fail_iter != fail) continue;
+      *found = static_cast<test_result_e>(f.result);
+      state->assign(f.state, f.state_len);
+      if (f.state_len == kForkStateMax) ok = false;  // cut: not replayable
+    }
+  }
+  if (!ok) {
+    p_.executions = p_.blocked_executions = 0;
+    *found = test_result_success;
+    state->clear();
+  }
+  munmap(mem, bytes);
+  return ok;
+}
+
 test_result_e Engine::Run(test_result_e expected) {
   using SteadyClock = std::chrono::steady_clock;
   auto start = SteadyClock::now();
@@ -5411,13 +5587,15 @@ test_result_e Engine::Run(test_result_e expected) {
       if (seed == 0)
         seed = static_cast<unsigned long long>(
             SteadyClock::now().time_since_epoch().count());
-      rng_.seed(seed);
     } else {
       mode_ = Mode::kDfs;
     }
-    for (unsigned long long iter = 0;; ++iter) {
+    const bool forked = mode_ == Mode::kRandom && p_.jobs > 1 &&
+                        RunForked(seed, &found, &state);
+    for (unsigned long long iter = 0; !forked; ++iter) {
       if (mode_ == Mode::kRandom && iter >= p_.iteration_count) break;
       if (p_.max_executions != 0 && iter >= p_.max_executions) break;
+      if (mode_ == Mode::kRandom) rng_.seed(IterationSeed(seed, iter));
       Outcome o = RunOne();
       if (o == Outcome::kComplete) ++p_.executions;
       if (o == Outcome::kPruned) ++p_.blocked_executions;
