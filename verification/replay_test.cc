@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -283,28 +284,42 @@ struct DiesInWorkers : rl::test_suite<DiesInWorkers<kHow>, 2> {
   }
 };
 
+// Whether a random search of DiesInWorkers<kHow> with `jobs` forked
+// (its workers died and said so: "<said>; running the search in this
+// process"), and that its result is the one-process search's.
 template <int kHow>
-void RunsHereWhenAWorkerDies(const char* said) {
+bool ForkedAndRanHere(unsigned jobs, const char* said) {
   g_test_process = getpid();
   const SearchResult one = RandomSearch<DiesInWorkers<kHow>>(5, 2000, 1);
   std::ostringstream err;
   std::streambuf* saved = std::cerr.rdbuf(err.rdbuf());
-  const SearchResult many = RandomSearch<DiesInWorkers<kHow>>(5, 2000, 2);
+  const SearchResult many = RandomSearch<DiesInWorkers<kHow>>(5, 2000, jobs);
   std::cerr.rdbuf(saved);
-  CHECK(err.str().find(std::string(said) +
-                       "; running the search in this process") !=
-        std::string::npos);
   CHECK(one.passed);
   CHECK(one.executions == 2000);
   CHECK(many.passed);
   CHECK(many.executions == one.executions);
   CHECK(many.pruned == one.pruned);
+  return err.str().find(std::string(said) +
+                        "; running the search in this process") !=
+         std::string::npos;
 }
 
 TEST_CASE("search: a forked search whose worker dies runs in this process") {
-  RunsHereWhenAWorkerDies<0>("exited with status 3");
-  RunsHereWhenAWorkerDies<1>("exited before its end");
-  RunsHereWhenAWorkerDies<2>("died of signal 9");
+  CHECK(ForkedAndRanHere<0>(2, "exited with status 3"));
+  CHECK(ForkedAndRanHere<1>(2, "exited before its end"));
+  CHECK(ForkedAndRanHere<2>(2, "died of signal 9"));
+  CHECK(!ForkedAndRanHere<0>(1, "exited with status 3"));
+}
+
+TEST_CASE("search: RL_JOBS forks a search; jobs 0 takes every CPU") {
+  REQUIRE(setenv("RL_JOBS", "2", 1) == 0);
+  CHECK(ForkedAndRanHere<0>(1, "exited with status 3"));
+  REQUIRE(setenv("RL_JOBS", "1", 1) == 0);
+  CHECK(!ForkedAndRanHere<0>(2, "exited with status 3"));
+  REQUIRE(unsetenv("RL_JOBS") == 0);
+  CHECK(ForkedAndRanHere<0>(0, "exited with status 3") ==
+        (sysconf(_SC_NPROCESSORS_ONLN) > 1));
 }
 
 }  // namespace

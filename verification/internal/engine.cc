@@ -634,7 +634,8 @@ class Engine {
   test_result_e Run(test_result_e expected);
   // The seed of random iteration iter (its own SplitMix64 stream).
   static uint64_t IterationSeed(uint64_t seed, uint64_t iter);
-  // The random search in test_params::jobs processes; false if not run.
+  // The random search in Jobs() processes; false if not run.
+  unsigned Jobs() const;
   bool RunForked(uint64_t seed, test_result_e* found, std::string* state);
   // A failing state longer than this is not passed back from a worker:
   // the search is then run in the calling process.
@@ -5367,6 +5368,22 @@ void Engine::PrintTrace() {
     << BaseName(fail_info_.file_) << ":" << fail_info_.line_ << "]\n";
 }
 
+// test_params::jobs, or RL_JOBS where set (a suite's tests forked without
+// changing them); 0 means one per online CPU. At most 64.
+unsigned Engine::Jobs() const {
+  unsigned long jobs = p_.jobs;
+  if (const char* env = std::getenv("RL_JOBS"); env != nullptr && *env) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (*end == '\0') jobs = v;
+  }
+  if (jobs == 0) {
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    jobs = cpus > 0 ? static_cast<unsigned long>(cpus) : 1;
+  }
+  return static_cast<unsigned>(std::min<unsigned long>(jobs, 64));
+}
+
 uint64_t Engine::IterationSeed(uint64_t seed, uint64_t iter) {
   // The iter-th draw of a SplitMix64 stream seeded with seed: each
   // iteration has its own stream, so iteration i is the same execution
@@ -5395,7 +5412,7 @@ bool Engine::RunForked(uint64_t seed, test_result_e* found,
                        std::string* state) {
   uint64_t n = p_.iteration_count;
   if (p_.max_executions != 0) n = std::min<uint64_t>(n, p_.max_executions);
-  const unsigned jobs = std::min<unsigned>(p_.jobs, 64);
+  const unsigned jobs = Jobs();
   // About 64 chunks per worker (an even share when their iterations cost
   // differently), at least 16 iterations each.
   const uint64_t chunk = std::max<uint64_t>(16, n / (uint64_t{jobs} * 64));
@@ -5590,8 +5607,8 @@ test_result_e Engine::Run(test_result_e expected) {
     } else {
       mode_ = Mode::kDfs;
     }
-    const bool forked = mode_ == Mode::kRandom && p_.jobs > 1 &&
-                        RunForked(seed, &found, &state);
+    const bool forked =
+        mode_ == Mode::kRandom && Jobs() > 1 && RunForked(seed, &found, &state);
     for (unsigned long long iter = 0; !forked; ++iter) {
       if (mode_ == Mode::kRandom && iter >= p_.iteration_count) break;
       if (p_.max_executions != 0 && iter >= p_.max_executions) break;

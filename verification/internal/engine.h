@@ -154,14 +154,15 @@ struct test_params {
   unsigned long long seed = 0;            // sched_random; 0 = time based
   // sched_random: the iterations are shared among this many forked
   // processes (the calling one waits), for more executions per second on
-  // more cores. The result is the one-process search's: each iteration
-  // has its own seed, and the lowest failing iteration is reported, with
-  // the counts of those before it. Off (1) by default: the code under test
-  // runs in other processes, so what it keeps across iterations (a global
-  // count, a file written) is not shared, its output interleaves, and
-  // progress lines are not printed. A worker that dies (a crash) makes
-  // the search run again in the calling process. docs/verification.md,
-  // "A forked random search".
+  // more cores; 0: one per online CPU. The environment variable RL_JOBS,
+  // where set, overrides it. The result is the one-process search's: each
+  // iteration has its own seed, and the lowest failing iteration is
+  // reported, with the counts of those before it. 1 (one process) by
+  // default: forked, the code under test runs in other processes, so what
+  // it keeps across iterations (a global count, a file written) is not
+  // shared, its output interleaves, and no progress lines are printed. A
+  // worker that dies (a crash) makes the search run again in the calling
+  // process. docs/verification.md, "A forked random search".
   unsigned jobs = 1;
   unsigned long long max_executions = 0;  // 0 = unlimited
   // Out: complete executions and pruned ones (dead ends, redundant spins).
