@@ -5458,6 +5458,11 @@ bool Engine::RunForked(uint64_t seed, test_result_e* found,
   std::cout.flush();
   std::cerr.flush();
   out_->flush();
+  int ended[2];
+  if (pipe(ended) != 0) {
+    munmap(mem, bytes);
+    return false;
+  }
   std::vector<pid_t> pids;
   for (unsigned w = 0; w < jobs; ++w) {
     const pid_t pid = fork();
@@ -5466,6 +5471,7 @@ bool Engine::RunForked(uint64_t seed, test_result_e* found,
       pids.push_back(pid);
       continue;
     }
+    close(ended[0]);
     Worker& me = workers[w];
     for (bool stop = false; !stop;) {
       // Relaxed: the counter only hands out each chunk once (an atomic
@@ -5509,17 +5515,35 @@ bool Engine::RunForked(uint64_t seed, test_result_e* found,
     _exit(0);
   }
   bool ok = !pids.empty();
+  // Every worker has ended once the pipe's last write end is closed (the
+  // kernel closes a worker's at its exit, whatever ends it): then its
+  // records are read. waitpid() tells how it ended, unless SIGCHLD is
+  // ignored here (children reaped unseen): then its flag alone does.
+  close(ended[1]);
+  for (;;) {
+    char c;
+    const ssize_t r = read(ended[0], &c, 1);
+    if (r == 0 || (r < 0 && errno != EINTR)) break;
+  }
+  close(ended[0]);
   for (size_t k = 0; k < pids.size(); ++k) {
     int status = 0;
-    while (waitpid(pids[k], &status, 0) < 0 && errno == EINTR) {
+    pid_t waited;
+    while ((waited = waitpid(pids[k], &status, 0)) < 0 && errno == EINTR) {
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && workers[k].finished)
-      continue;
+    const int wait_error = waited == pids[k] ? 0 : errno;
+    const bool exited_0 = waited == pids[k]
+                              ? WIFEXITED(status) && WEXITSTATUS(status) == 0
+                              : wait_error == ECHILD;
+    if (exited_0 && workers[k].finished) continue;
     ok = false;
     std::cerr << name_ << ": a worker of the forked random search ";
-    if (WIFSIGNALED(status))
+    if (wait_error != 0 && wait_error != ECHILD)
+      std::cerr << "could not be waited for (" << std::strerror(wait_error)
+                << ")";
+    else if (waited == pids[k] && WIFSIGNALED(status))
       std::cerr << "died of signal " << WTERMSIG(status);
-    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    else if (waited == pids[k] && WEXITSTATUS(status) != 0)
       std::cerr << "exited with status " << WEXITSTATUS(status);
     else
       std::cerr << "exited before its end";
