@@ -5401,7 +5401,8 @@ uint64_t Engine::IterationSeed(uint64_t seed, uint64_t iter) {
 // iteration, its state and the counts of the iterations before it (every
 // chunk below the failing one ran whole; the failing one up to the
 // failure). The workers' records live in a shared anonymous mapping and
-// are read after waitpid(), which orders them before the reads. This
+// are read once every worker has ended (a pipe's EOF, then waitpid()),
+// which orders their writes before the reads. This
 // process runs no iteration itself: its state stays the one before the
 // search, as the failing execution's replay (Run) needs. False, with
 // nothing counted, where it cannot fork, or if a worker did not finish (a
@@ -5500,7 +5501,7 @@ bool Engine::RunForked(uint64_t seed, test_result_e* found,
             static_cast<uint32_t>(std::min<size_t>(st.size(), kForkStateMax));
         std::memcpy(me.state, st.data(), me.state_len);
         // Relaxed: only lowers the bound the workers stop at; the
-        // failure itself is read after waitpid().
+        // failure itself is read after this worker has ended.
         uint64_t low = shared->fail_iter.load(std::memory_order_relaxed);
         while (iter < low && !shared->fail_iter.compare_exchange_weak(
                                  low, iter, std::memory_order_relaxed)) {
