@@ -277,6 +277,27 @@ TEST_CASE("search: a forked random search finds what one process finds") {
   }
 }
 
+TEST_CASE("search: a forked search prints progress lines as it runs") {
+  std::ostringstream progress, out;
+  rl::test_params p;
+  p.search_type = rl::sched_random;
+  p.iteration_count = 100000;  // about 0.05 s in two processes
+  p.seed = 7;
+  p.jobs = 2;
+  p.progress_output_period = 0;  // forked: every 10 ms
+  p.progress_stream = &progress;
+  p.output_stream = &out;
+  CHECK(rl::simulate<SbCount>(p));
+  CHECK(p.executions + p.blocked_executions == 100000);
+  CHECK(progress.str().find(" pruned (2 worker processes)\n") !=
+        std::string::npos);
+  p.quiet_progress = true;
+  std::ostringstream none;
+  p.progress_stream = &none;
+  CHECK(rl::simulate<SbCount>(p));
+  CHECK(none.str().empty());
+}
+
 // Leaves the process when it is not the one that started the test: a
 // forked search's workers die, the calling process runs on. kHow: exits
 // with status 3, exits with 0 before the worker's end, or is killed.

@@ -160,7 +160,7 @@ struct test_params {
   // reported, with the counts of those before it. 1 (one process) by
   // default: forked, the code under test runs in other processes, so what
   // it keeps across iterations (a global count, a file written) is not
-  // shared, its output interleaves, and no progress lines are printed. A
+  // shared, and its output interleaves. Progress lines count all workers. A
   // worker that dies (a crash) makes the search run again in the calling
   // process. docs/verification.md, "A forked random search".
   unsigned jobs = 1;
