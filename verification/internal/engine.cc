@@ -635,9 +635,14 @@ class Engine {
   test_result_e Run(test_result_e expected);
   // The seed of random iteration iter (its own SplitMix64 stream).
   static uint64_t IterationSeed(uint64_t seed, uint64_t iter);
-  // The random search in Jobs() processes; false if not run.
+  // test_params::jobs as RL_JOBS and 0 (one per CPU) make it.
   unsigned Jobs() const;
-  bool RunForked(uint64_t seed, test_result_e* found, std::string* state);
+  // The random search in `jobs` processes; false if not run.
+  bool RunForked(uint64_t seed, unsigned jobs, test_result_e* found,
+                 std::string* state);
+  std::ostream& ProgressStream() const {
+    return p_.progress_stream != nullptr ? *p_.progress_stream : std::cout;
+  }
   // A failing state longer than this is not passed back from a worker:
   // the search is then run in the calling process.
   static constexpr uint32_t kForkStateMax = 1u << 20;
@@ -5410,11 +5415,10 @@ uint64_t Engine::IterationSeed(uint64_t seed, uint64_t iter) {
 // crash in the code under test, exit() called, a signal): the caller then
 // runs the search in this process, where the same iterations run again
 // and a crash can be debugged.
-bool Engine::RunForked(uint64_t seed, test_result_e* found,
+bool Engine::RunForked(uint64_t seed, unsigned jobs, test_result_e* found,
                        std::string* state) {
   uint64_t n = p_.iteration_count;
   if (p_.max_executions != 0) n = std::min<uint64_t>(n, p_.max_executions);
-  const unsigned jobs = Jobs();
   // About 64 chunks per worker (an even share when their iterations cost
   // differently), at least 16 iterations each.
   const uint64_t chunk = std::max<uint64_t>(16, n / (uint64_t{jobs} * 64));
@@ -5495,11 +5499,11 @@ bool Engine::RunForked(uint64_t seed, test_result_e* found,
         }
         rng_.seed(IterationSeed(seed, iter));
         const Outcome o = RunOne();
-        // Relaxed: one writer per chunk; the progress lines may read a
-        // count late, the final counts are read after the worker ended.
-        std::atomic<uint32_t>& count =
-            o == Outcome::kComplete ? counts[c].complete : counts[c].pruned;
         if (o != Outcome::kFailed) {
+          std::atomic<uint32_t>& count =
+              o == Outcome::kComplete ? counts[c].complete : counts[c].pruned;
+          // Relaxed: one writer per chunk; the progress lines may read a
+          // count late, the final counts are read after the worker ended.
           count.store(count.load(std::memory_order_relaxed) + 1,
                       std::memory_order_relaxed);
           continue;
@@ -5550,11 +5554,9 @@ bool Engine::RunForked(uint64_t seed, test_result_e* found,
         complete += counts[c].complete.load(std::memory_order_relaxed);
         pruned += counts[c].pruned.load(std::memory_order_relaxed);
       }
-      std::ostream& progress =
-          p_.progress_stream != nullptr ? *p_.progress_stream : std::cout;
-      progress << name_ << ": " << complete << " executions, " << pruned
-               << " pruned (" << pids.size() << " worker processes)\n";
-      progress.flush();
+      ProgressStream() << name_ << ": " << complete << " executions, " << pruned
+                       << " pruned (" << pids.size() << " worker processes)"
+                       << std::endl;
       continue;
     }
     if (ready < 0) {
@@ -5671,8 +5673,8 @@ test_result_e Engine::Run(test_result_e expected) {
     } else {
       mode_ = Mode::kDfs;
     }
-    const bool forked =
-        mode_ == Mode::kRandom && Jobs() > 1 && RunForked(seed, &found, &state);
+    const unsigned jobs = mode_ == Mode::kRandom ? Jobs() : 1;
+    const bool forked = jobs > 1 && RunForked(seed, jobs, &found, &state);
     for (unsigned long long iter = 0; !forked; ++iter) {
       if (mode_ == Mode::kRandom && iter >= p_.iteration_count) break;
       if (p_.max_executions != 0 && iter >= p_.max_executions) break;
@@ -5698,11 +5700,9 @@ test_result_e Engine::Run(test_result_e expected) {
         if (now - last_progress >=
             std::chrono::seconds(p_.progress_output_period)) {
           last_progress = now;
-          std::ostream& progress =
-              p_.progress_stream != nullptr ? *p_.progress_stream : std::cout;
-          progress << name_ << ": " << p_.executions << " executions, "
-                   << p_.blocked_executions << " pruned, depth "
-                   << stack_.size() << "\n";
+          ProgressStream() << name_ << ": " << p_.executions << " executions, "
+                           << p_.blocked_executions << " pruned, depth "
+                           << stack_.size() << "\n";
         }
       }
     }
