@@ -900,7 +900,15 @@ class Engine {
   void PlaceEvent(unsigned t, const Action& a, Built& b);
   bool Schedulable(unsigned t) const {
     const ThreadState& th = threads_[t];
-    return th.started && !th.finished && !th.blocked && th.pending;
+    // The four adjacent flags read as one word: one load and compare per
+    // thread on every draw (DrawThreadFirst loops over all threads).
+    static_assert(sizeof(bool) == 1 && offsetof(ThreadVars, pending) ==
+                                           offsetof(ThreadVars, started) + 3);
+    static constexpr bool kSchedulable[4] = {true, false, false, true};
+    uint32_t flags, want;
+    std::memcpy(&flags, &th.started, 4);
+    std::memcpy(&want, kSchedulable, 4);
+    return flags == want;
   }
   // Thread t waits (Pending::await) and no write ends the wait, deferral
   // constraint aside: it has no action until its location is written.
@@ -3013,7 +3021,7 @@ void Engine::Commit(unsigned t, const Built& b) {
   // Whether the event exists does not depend on its own read: judge
   // dependence by the thread's porf before it. A failed CAS counts as a
   // potential write (reading another value it would have written).
-  if ((e.writes || e.kind == Kind::kCasFail) && track_porf_) {
+  if (track_porf_ && (e.writes || e.kind == Kind::kCasFail)) {
     // Discover reads entries of other threads only: th.porf (not yet
     // updated) is the porf before this event there.
     Discover(e, th.porf);
@@ -3608,7 +3616,12 @@ Action Engine::DirectAction(unsigned t, const DirectRange& r, size_t j) const {
     a.pos = p;
     return a;
   }
-  for (p = static_cast<int>(l.mo.size()) - 1;; --p)
+  p = static_cast<int>(l.mo.size()) - 1;
+  if (op.kind == OpKind::kLoad) {  // a load reads any write (ReadableBy)
+    a.rf = l.mo[p - static_cast<int>(j)];
+    return a;
+  }
+  for (;; --p)
     if (ReadableBy(op.kind, events_[l.mo[p]]) && j-- == 0) break;
   a.rf = l.mo[p];
   return a;
@@ -4030,8 +4043,14 @@ int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
   e.mo_pos = 0;
   e.info = info;
   Push(b);
-  // A side location's initialization races with nothing.
-  locs_[id].init = side ? -1 : static_cast<int>(events_.size()) - 1;
+  // A side location's initialization races with nothing; nor does one by
+  // the main thread, whose code runs only while no test thread runs
+  // (MainOutsideThreads): before the threads start, whose creation it
+  // happens before, or after they are joined. So only an atomic a test
+  // thread constructs is checked on each access (CheckInitialized).
+  locs_[id].init = side || MainOutsideThreads(cur_)
+                       ? -1
+                       : static_cast<int>(events_.size()) - 1;
   if (!side) AdvanceThread(cur_, e);
   return id;
 }
