@@ -313,6 +313,14 @@ struct Loc {
   // happens before a seq_cst fence run so far, or -1. A seq_cst access
   // must not be coherence-ordered before it (Engine::ScFloor).
   int sc_floor = -1;
+  // Writes in mo that an RMW may still read: not read by one yet
+  // (rmw_reader < 0), kept by Push() and Pop(). When the threads start,
+  // only the newest write counts (RunOne): every earlier one is the main
+  // thread's, below every thread's lower bound. The newest write is always
+  // one (an RMW is placed right after the write it reads); while it is the
+  // only one, an RMW has one action, known without its lower bound
+  // (DirectActions).
+  int rmw_free = 0;
   debug_info info;
 };
 
@@ -2934,6 +2942,7 @@ __attribute__((flatten)) void Engine::Push(const Built& b) {
     e.prev_acc = l.last_acc[e.tid];
     l.last_acc[e.tid] = id;
     if (e.writes) {
+      ++l.rmw_free;
       if (e.mo_pos == static_cast<int>(l.mo.size())) {
         l.mo.push_back(id);  // the newest write: no position moves
       } else {
@@ -2942,7 +2951,10 @@ __attribute__((flatten)) void Engine::Push(const Built& b) {
           events_[l.mo[i]].mo_pos = static_cast<int>(i);
       }
     }
-    if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = id;
+    if (e.kind == Kind::kRmw) {
+      events_[e.rf].rmw_reader = id;
+      --l.rmw_free;
+    }
   }
   if (TouchesScGraph(e)) [[unlikely]]
     PushSc(id, b);
@@ -3000,11 +3012,15 @@ void Engine::Pop() {
     l.acc.pop_back();
     l.last_acc[e.tid] = e.prev_acc;
     if (e.writes) {
+      --l.rmw_free;
       l.mo.erase(l.mo.begin() + e.mo_pos);
       for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
         events_[l.mo[i]].mo_pos = static_cast<int>(i);
     }
-    if (e.kind == Kind::kRmw) events_[e.rf].rmw_reader = -1;
+    if (e.kind == Kind::kRmw) {
+      events_[e.rf].rmw_reader = -1;
+      ++l.rmw_free;
+    }
   }
   events_.pop_back();
 }
@@ -3591,6 +3607,16 @@ bool Engine::DirectActions(unsigned t, DirectRange* r) const {
       for (int p = r->lb; p <= size; ++p) r->n += StorePosOpen(l, p);
       return true;
     case OpKind::kRmw:
+      // Only the newest write is unread by an RMW (a counter's fetch_add,
+      // typically): it is the one action, whatever the lower bound, which
+      // is never above it (the position of a write). Skips the bound's
+      // walk over every thread's accesses (-13% instructions on a random
+      // run of a 4-thread seq_cst counter, callgrind).
+      if (l.rmw_free == 1) {
+        r->lb = size - 1;
+        r->n = 1;
+        return true;
+      }
       r->lb = ReadLowerBound(t, op.loc);
       r->n = 0;
       for (int p = r->lb; p < size; ++p)
@@ -5176,6 +5202,9 @@ Engine::Outcome Engine::RunOne() {
     m.idx += 1;
     m.clock.set(n_, m.idx);
     m.porf.set(n_, m.idx);
+    // Every write so far happens before each thread's first event: a
+    // thread's lower bound is at least each location's newest write.
+    for (Loc& l : locs_) l.rmw_free = 1;
     for (unsigned t = 0; t < n_static_; ++t) {
       threads_[t].clock = m.clock;
       threads_[t].porf = m.clock;
