@@ -102,6 +102,24 @@ struct Peterson : rl::test_suite<Peterson, 2> {
   }
 };
 
+// A counter bumped by CAS loops, as lock-free code retries: each thread
+// reads, then tries to swap in the next value until no other thread got
+// there first.
+struct CasCounter : rl::test_suite<CasCounter, 3> {
+  rl::atomic<unsigned> count;
+  void before() { count($) = 0; }
+  void thread(unsigned) {
+    for (int k = 0; k < 3; ++k) {
+      unsigned v = count($).load(rl::memory_order_relaxed);
+      while (!count($).compare_exchange_strong(v, v + 1,
+                                               rl::memory_order_acq_rel,
+                                               rl::memory_order_relaxed)) {
+      }
+    }
+  }
+  void after() { RL_ASSERT(count($).load(rl::memory_order_relaxed) == 9); }
+};
+
 template <typename Suite>
 int Run(bool full, unsigned long long iterations, unsigned long long seed,
         unsigned jobs) {
@@ -130,7 +148,8 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(
         stderr,
-        "usage: %s seqcount|loads|counter|counter-relaxed|peterson random N "
+        "usage: %s seqcount|loads|counter|counter-relaxed|cas-counter|peterson "
+        "random N "
         "[SEED] | seqcount full\n",
         argv[0]);
     return 2;
@@ -150,6 +169,8 @@ int main(int argc, char** argv) {
     return Run<Counter<rl::memory_order_seq_cst>>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "counter-relaxed") == 0 && !full)
     return Run<Counter<rl::memory_order_relaxed>>(false, n, seed, jobs);
+  if (std::strcmp(argv[1], "cas-counter") == 0 && !full)
+    return Run<CasCounter>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "peterson") == 0 && !full)
     return Run<Peterson>(false, n, seed, jobs);
   std::fprintf(stderr, "unknown program %s %s\n", argv[1], argv[2]);

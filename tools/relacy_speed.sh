@@ -15,8 +15,9 @@
 #   seqcount, the instructions per relaxed load (100 loads per execution,
 #   1,000 executions against 0, start-up subtracted), and 5,000 random
 #   iterations of a counter incremented by four threads (seq_cst and
-#   relaxed fetch_adds: chains of RMWs), and 5,000 of Peterson's lock in
-#   the dialect's default order (seq_cst).
+#   relaxed fetch_adds: chains of RMWs), of a counter three threads bump
+#   by CAS loops (failed tries), and 5,000 of Peterson's lock in the
+#   dialect's default order (seq_cst).
 #
 #   tools/relacy_speed.sh /path/to/relacy [workdir]
 #
@@ -118,7 +119,7 @@ if command -v valgrind >/dev/null; then
     i0=$(instr "$WORK/$side" loads random 100 1)
     i1=$(instr "$WORK/$side" loads random 1100 1)
     echo "  $side: seqcount 20,000 random iterations $i_sq; per relaxed load $(( (i1 - i0) / 100000 ))"
-    for c in counter counter-relaxed; do
+    for c in counter counter-relaxed cas-counter; do
       echo "  $side: $c 5,000 random iterations $(instr "$WORK/$side" "$c" random 5000 1)"
     done
     echo "  $side: peterson 5,000 random iterations $(instr "$WORK/$side" peterson random 5000 1)"
