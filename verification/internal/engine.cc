@@ -4146,6 +4146,29 @@ uint64_t Engine::Op() {
 __attribute__((noinline)) void Engine::MainOp() {
   ThreadState& th = threads_[cur_];
   const Pending& op = th.op;
+  // A random run's store before the threads start, to an atomic nothing
+  // has accessed since its construction (before() setting its initial
+  // value): it becomes that construction's value, with no event of its
+  // own. The two writes are the main thread's, which happen before every
+  // thread's events, so each thread's lower bound is past both and only
+  // the newer can be read; nothing read the older. Its release or seq_cst
+  // order adds nothing either: the threads' creation orders after it all
+  // the main thread did (and the main thread is no SC-order node). It is
+  // a step all the same (CheckDepth), so a replay, which makes the event
+  // (for the trace), reaches the depth limit where the run did; and it
+  // decides nothing (MainOnlyAction), so the replay takes the same
+  // decisions. -4% instructions on a random run of the seqcount port,
+  // -5% on Peterson's lock (callgrind; three such stores per execution).
+  if (mode_ == Mode::kRandom && !threads_started_ &&
+      op.kind == OpKind::kStore && locs_[op.loc].acc.size() == 1) {
+    events_[locs_[op.loc].acc[0]].wval = op.val;
+    th.pending = false;
+    th.result = 0;
+    th.cas_ok = false;
+    CheckDepth();
+    if (failed_) throw AbortExecution();
+    return;
+  }
   Action a;
   if (!MainOnlyAction(op, &a) && !Decide(DecideKind::kMain, 0, &a)) Prune();
   if (op.await && !AwaitReadable(op, events_[a.rf])) {
