@@ -74,6 +74,69 @@ TEST_CASE("replay: a random-mode failure replays too, with its seed printed") {
   CHECK(TraceOf(out1.str()) == TraceOf(out2.str()));
 }
 
+// A seqlock whose writer has no release fence before its data stores: a
+// reader may see them torn. Its before() stores and the reader's acquire
+// fence make no events in a random run (Engine::MainOp, Engine::Fence);
+// the replay makes them, for the trace.
+struct TornSeqlock : rl::test_suite<TornSeqlock, 2> {
+  rl::atomic<unsigned> seq, lo, hi;
+  void before() {
+    seq.store(0);
+    lo.store(0);
+    hi.store(0, rl::mo_release);
+  }
+  void thread(unsigned i) {
+    if (i == 0) {
+      for (unsigned v = 1; v <= 2; ++v) {
+        const unsigned s = seq.load(rl::mo_relaxed);
+        seq.store(s + 1, rl::mo_relaxed);
+        lo.store(v, rl::mo_relaxed);
+        hi.store(v, rl::mo_relaxed);
+        seq.store(s + 2, rl::mo_release);
+      }
+      return;
+    }
+    for (;;) {
+      const unsigned s1 = seq.load(rl::mo_acquire);
+      const unsigned l = lo.load(rl::mo_relaxed);
+      const unsigned h = hi.load(rl::mo_relaxed);
+      rl::atomic_thread_fence(rl::mo_acquire);
+      if ((s1 & 1) == 0 && s1 == seq.load(rl::mo_relaxed)) {
+        RL_ASSERT(l == h);
+        return;
+      }
+      rl::yield(1);
+    }
+  }
+};
+
+TEST_CASE("replay: a random run's events left unmade replay the same") {
+  for (unsigned long long seed = 1; seed <= 8; ++seed) {
+    CAPTURE(seed);
+    std::ostringstream out1;
+    rl::test_params p1;
+    p1.output_stream = &out1;
+    p1.search_type = rl::sched_random;
+    p1.iteration_count = 100000;
+    p1.seed = seed;
+    CHECK(!rl::simulate<TornSeqlock>(p1));
+    CHECK(p1.test_result == rl::test_result_user_assert_failed);
+    std::ostringstream out2;
+    rl::test_params p2;
+    p2.output_stream = &out2;
+    p2.initial_state = p1.final_state;
+    CHECK(!rl::simulate<TornSeqlock>(p2));
+    CHECK(p2.test_result == rl::test_result_user_assert_failed);
+    CHECK(p2.stop_iteration == p1.stop_iteration);
+    const std::string trace = TraceOf(out2.str());
+    CHECK(TraceOf(out1.str()) == trace);
+    // The trace has the events the random run did not make.
+    CHECK(trace.find("main: store(seq_cst)") != std::string::npos);
+    CHECK(trace.find("main: store(release)") != std::string::npos);
+    CHECK(trace.find("fence(acquire)") != std::string::npos);
+  }
+}
+
 TEST_CASE("replay: a seqcount-style race replays from its state") {
   // Reuse of the string after a full search in a fresh process is the same
   // operation: the string encodes decision indices only.

@@ -4258,6 +4258,22 @@ void Engine::AdvanceThread(unsigned t, const Event& e) {
 
 void Engine::Fence(memory_order mo, const debug_info& info) {
   if (mo == mo_relaxed) return;
+  // A random run's acquire fence, while no SC fence exists: no event. It
+  // acquires what the thread's relaxed reads saw released (acq_pending);
+  // as no later event refers to it (only a release fence is a write's
+  // rel_fence, only an SC one enters the SC order), that is all it does.
+  // It is a step all the same, as MainOp()'s merged store, so a replay,
+  // which makes the event (for the trace), decides and ends the same.
+  if (mode_ == Mode::kRandom && IsAcq(mo) && !IsRel(mo) && sc_fences_.empty()) {
+    ThreadState& th = threads_[cur_];
+    th.clock.Join(th.acq_pending);
+    CheckDepth();
+    if (failed_) {
+      if (in_thread_) SwitchToScheduler();
+      throw AbortExecution();
+    }
+    return;
+  }
   Built& b = built_;
   const Event& e = NewFence(cur_, mo, info, b);
   // A fence names no location: Push() would only add it to the SC graph
