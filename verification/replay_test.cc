@@ -37,6 +37,25 @@ std::string TraceOf(const std::string& out) {
   return out.substr(at, end - at);
 }
 
+// Feeds a failed search's final_state back as initial_state: the replay
+// must end in the same failure, as the same iteration, with the same state
+// and trace (out1: the search's output). Returns the trace.
+template <typename Suite>
+std::string CheckReplay(const rl::test_params& p1, const std::string& out1) {
+  std::ostringstream out2;
+  rl::test_params p2;
+  p2.output_stream = &out2;
+  p2.initial_state = p1.final_state;
+  CHECK(!rl::simulate<Suite>(p2));
+  CHECK(p2.test_result == p1.test_result);
+  CHECK(p2.stop_iteration == p1.stop_iteration);
+  CHECK(p2.final_state == p1.final_state);
+  CHECK(p2.executions + p2.blocked_executions == 0);  // only the replay ran
+  const std::string trace = TraceOf(out2.str());
+  CHECK(TraceOf(out1) == trace);
+  return trace;
+}
+
 TEST_CASE("replay: final_state fed back as initial_state reproduces it") {
   std::ostringstream out1;
   rl::test_params p1;
@@ -44,16 +63,7 @@ TEST_CASE("replay: final_state fed back as initial_state reproduces it") {
   CHECK(!rl::simulate<SbAssert>(p1));
   CHECK(p1.test_result == rl::test_result_user_assert_failed);
   REQUIRE(!p1.final_state.empty());
-
-  std::ostringstream out2;
-  rl::test_params p2;
-  p2.output_stream = &out2;
-  p2.initial_state = p1.final_state;
-  CHECK(!rl::simulate<SbAssert>(p2));
-  CHECK(p2.test_result == rl::test_result_user_assert_failed);
-  CHECK(p2.final_state == p1.final_state);
-  CHECK(TraceOf(out1.str()) == TraceOf(out2.str()));
-  CHECK(p2.executions + p2.blocked_executions == 0);  // only the replay ran
+  CheckReplay<SbAssert>(p1, out1.str());
   MESSAGE(out1.str());
 }
 
@@ -66,12 +76,7 @@ TEST_CASE("replay: a random-mode failure replays too, with its seed printed") {
   p1.seed = 12345;
   CHECK(!rl::simulate<SbAssert>(p1));
   CHECK(out1.str().find("seed 12345") != std::string::npos);
-  std::ostringstream out2;
-  rl::test_params p2;
-  p2.output_stream = &out2;
-  p2.initial_state = p1.final_state;
-  CHECK(!rl::simulate<SbAssert>(p2));
-  CHECK(TraceOf(out1.str()) == TraceOf(out2.str()));
+  CheckReplay<SbAssert>(p1, out1.str());
 }
 
 // A seqlock whose writer has no release fence before its data stores: a
@@ -121,15 +126,7 @@ TEST_CASE("replay: a random run's events left unmade replay the same") {
     p1.seed = seed;
     CHECK(!rl::simulate<TornSeqlock>(p1));
     CHECK(p1.test_result == rl::test_result_user_assert_failed);
-    std::ostringstream out2;
-    rl::test_params p2;
-    p2.output_stream = &out2;
-    p2.initial_state = p1.final_state;
-    CHECK(!rl::simulate<TornSeqlock>(p2));
-    CHECK(p2.test_result == rl::test_result_user_assert_failed);
-    CHECK(p2.stop_iteration == p1.stop_iteration);
-    const std::string trace = TraceOf(out2.str());
-    CHECK(TraceOf(out1.str()) == trace);
+    const std::string trace = CheckReplay<TornSeqlock>(p1, out1.str());
     // The trace has the events the random run did not make.
     CHECK(trace.find("main: store(seq_cst)") != std::string::npos);
     CHECK(trace.find("main: store(release)") != std::string::npos);
