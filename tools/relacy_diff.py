@@ -639,9 +639,10 @@ def main():
     work = args.workdir or tempfile.mkdtemp(prefix='relacy_diff_')
     os.makedirs(work, exist_ok=True)
     src = os.path.join(work, 'programs.cpp')
+    programs_text = source(args.programs, args.seed, args.dialect,
+                           args.search, args.iterations)
     with open(src, 'w') as f:
-        f.write(source(args.programs, args.seed, args.dialect, args.search,
-                       args.iterations))
+        f.write(programs_text)
     real = os.path.join(work, 'real')
     ours = os.path.join(work, 'ours')
     engine = os.path.join(work, 'engine.o')
@@ -672,9 +673,14 @@ def main():
     real_no_yield = os.path.join(work, 'real_no_spin_yield')
     full_missed = []  # failures Relacy's own random search confirms
     timed_starved = []  # Relacy's full-search livelocks of timed waits
-    with open(src) as f:
-        programs_text = f.read()
     real_random = os.path.join(work, 'real_random_search')
+
+    def relacy_random_verdict(i):
+        # Relacy's own random search of program i (a build of its own).
+        build_relacy(real_random, '-DRL_DIFF_RANDOM_SEARCH=%d' %
+                     RANDOM_CONFIRM_ITERATIONS)
+        return verdict(real_random, i, args.timeout)
+
     only_here = []  # random: a failure only this checker's search met
     counts = {}
     for i in range(args.programs):
@@ -713,9 +719,7 @@ def main():
             # threads it misses reachable interleavings): where its own
             # random search reports the same failure, Relacy confirms the
             # one found here.
-            build_relacy(real_random, '-DRL_DIFF_RANDOM_SEARCH=%d' %
-                         RANDOM_CONFIRM_ITERATIONS)
-            if verdict(real_random, i, args.timeout) == b:
+            if relacy_random_verdict(i) == b:
                 full_missed.append('P%d (%s)' % (i, b))
                 continue
         if (a == 'LIVELOCK' and b == 'SUCCESS' and args.search == 'full' and
@@ -727,9 +731,7 @@ def main():
             # at once is not taken twice in a row by a thread ("Timed waits
             # end instead of a deadlock"). Where Relacy's own random search
             # passes too, no schedule it samples livelocks.
-            build_relacy(real_random, '-DRL_DIFF_RANDOM_SEARCH=%d' %
-                         RANDOM_CONFIRM_ITERATIONS)
-            if verdict(real_random, i, args.timeout) == 'SUCCESS':
+            if relacy_random_verdict(i) == 'SUCCESS':
                 timed_starved.append('P%d' % i)
                 continue
         if a == b:
