@@ -86,6 +86,9 @@ TEST_CASE("replay: a random-mode failure replays too, with its seed printed") {
 struct TornSeqlock : rl::test_suite<TornSeqlock, 2> {
   rl::atomic<unsigned> seq, lo, hi;
   void before() {
+    // Pairs with: nothing; before() happens before every thread. Their
+    // orders (seq_cst, release) are there for the random run to fold the
+    // stores into the constructions whatever the order.
     seq.store(0);
     lo.store(0);
     hi.store(0, rl::mo_release);
@@ -97,14 +100,18 @@ struct TornSeqlock : rl::test_suite<TornSeqlock, 2> {
         seq.store(s + 1, rl::mo_relaxed);
         lo.store(v, rl::mo_relaxed);
         hi.store(v, rl::mo_relaxed);
+        // Pairs with: the reader's acquire load of seq (s1).
         seq.store(s + 2, rl::mo_release);
       }
       return;
     }
     for (;;) {
+      // Pairs with: the writer's release store of seq (s + 2).
       const unsigned s1 = seq.load(rl::mo_acquire);
       const unsigned l = lo.load(rl::mo_relaxed);
       const unsigned h = hi.load(rl::mo_relaxed);
+      // Pairs with: a release fence before the writer's data stores, which
+      // the writer lacks (the bug): the data read may be torn.
       rl::atomic_thread_fence(rl::mo_acquire);
       if ((s1 & 1) == 0 && s1 == seq.load(rl::mo_relaxed)) {
         RL_ASSERT(l == h);
