@@ -3,6 +3,7 @@
 // the C++20 verdict where the two differ (said at the case). A change that
 // makes the checker pass a buggy program silently, or flag a correct one,
 // fails here. See docs/verification.md, "The dialect".
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <new>
@@ -696,6 +697,76 @@ TEST_CASE("spin: only a loop whose state changes waits after each try") {
   }
 }
 
+// A random run's spin that runs on (SampledSpin, below) against the same
+// spin counting its tries: the stateless one waits at its first try that
+// repeats the thread's own state, so at most 3 tries read the flag before
+// the store (the first, the identical one that chose to run on, the
+// repeat); the counting one may wait after each try it runs on, and
+// reaches spin_bound + 2 tries, as the exhaustive search does. Before,
+// a sampled run of either ran on for spin_bound + 2 tries.
+//
+// The tries are counted in memory allocated before the run: the capture
+// of a loop's state (its stack and registers, the suite, the run's heap
+// blocks, the test's globals) never reads it, so counting there leaves
+// the stateless loop stateless. [0]: tries before the store in this
+// execution; [1]: the most in any; [2]: the store is made.
+int* g_sampled_spin_probe = nullptr;
+template <bool kCounted>
+struct SampledSpin : rl::test_suite<SampledSpin<kCounted>, 2> {
+  rl::atomic<int> flag{0};
+  rl::var<int> count{0};
+  void before() {
+    g_sampled_spin_probe[0] = 0;
+    g_sampled_spin_probe[2] = 0;
+  }
+  void thread(unsigned i) {
+    int* probe = g_sampled_spin_probe;
+    if (i == 1) {
+      flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
+      probe[2] = 1;                   // before any other thread's next step
+      return;
+    }
+    int tries = 0;
+    // Pairs with: the release store of 1.
+    while (flag.load(rl::mo_acquire) == 0) {
+      if (probe[2] == 0) probe[1] = std::max(probe[1], ++probe[0]);
+      if (kCounted) ++tries;
+      rl::yield();
+    }
+    count($) = tries;  // the count leaves the loop
+  }
+};
+template <typename T>
+int MostTriesBeforeStore(unsigned spin_bound) {
+  std::vector<int> probe(3, 0);
+  g_sampled_spin_probe = probe.data();
+  rl::test_params p;
+  p.search_type = rl::sched_random;
+  p.iteration_count = 4000;
+  p.seed = 1;
+  p.spin_bound = spin_bound;
+  p.print_summary = false;
+  std::ostringstream out;
+  p.output_stream = &out;
+  rl::simulate<T>(p);
+  CHECK(p.test_result == rl::test_result_success);
+  g_sampled_spin_probe = nullptr;
+  return probe[1];
+}
+TEST_CASE("spin: a sampled run waits at the first try that repeats its state") {
+  // Where the test's globals are not read (a static program), an unchanged
+  // capture may miss a count kept in one: the spin runs on as before.
+  const bool whole_state = rl::detail::TestGlobalsRead();
+  if (!whole_state) CHECK(_DYNAMIC == nullptr);
+  for (unsigned bound : {1u, 2u, 4u}) {
+    CAPTURE(bound);
+    CHECK(MostTriesBeforeStore<SampledSpin<false>>(bound) ==
+          (whole_state ? 3 : static_cast<int>(bound) + 2));
+    CHECK(MostTriesBeforeStore<SampledSpin<true>>(bound) ==
+          static_cast<int>(bound) + 2);
+  }
+}
+
 // ------------------------------------------------- fairness and livelock
 
 struct TwoYields : rl::test_suite<TwoYields, 2> {
@@ -969,13 +1040,13 @@ rl::test_params Replay(const std::string& state) {
   return again;
 }
 
-TEST_CASE("search: a random run's failure replays from its r5:/r4: state") {
-  // r5: the SC order as executed (the default); r4: any SC order.
+TEST_CASE("search: a random run's failure replays from its r7:/r6: state") {
+  // r7: the SC order as executed (the default); r6: any SC order.
   for (const bool as_executed : {true, false}) {
     CAPTURE(as_executed);
     rl::test_params p = Random<LostUpdate>(7, as_executed);
     REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-    REQUIRE(p.final_state.rfind(as_executed ? "r5:" : "r4:", 0) == 0);
+    REQUIRE(p.final_state.rfind(as_executed ? "r7:" : "r6:", 0) == 0);
     rl::test_params again = Replay<LostUpdate>(p.final_state);
     CHECK(again.test_result == rl::test_result_user_assert_failed);
     CHECK(again.stop_iteration == p.stop_iteration);
@@ -1007,7 +1078,7 @@ TEST_CASE("search: sampled seq_cst runs replay their failure") {
     const bool as_executed = seed % 2 == 0;
     rl::test_params p = Random<ScLostUpdate>(seed, as_executed);
     REQUIRE(p.test_result == rl::test_result_user_assert_failed);
-    REQUIRE(p.final_state.rfind(as_executed ? "r5:" : "r4:", 0) == 0);
+    REQUIRE(p.final_state.rfind(as_executed ? "r7:" : "r6:", 0) == 0);
     rl::test_params again = Replay<ScLostUpdate>(p.final_state);
     CHECK(again.test_result == rl::test_result_user_assert_failed);
     CHECK(again.stop_iteration == p.stop_iteration);
@@ -1030,6 +1101,70 @@ TEST_CASE("search: r3: states of the previous version still replay") {
   CHECK(b.test_result == rl::test_result_user_assert_failed);
   CHECK(b.stop_iteration == 2);
   CHECK(b.final_state == sc_lost);
+}
+
+// A stateless spin on a relaxed flag, then a stale read the relaxed flag
+// lets through (the bug). The writer makes four stores first, so the
+// spinner's identical tries before them are where a sampled run runs on.
+struct SpinThenStale : rl::test_suite<SpinThenStale, 2> {
+  rl::atomic<int> flag{0}, x{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      for (int k = 1; k <= 4; ++k) x.store(k, rl::mo_relaxed);
+      flag.store(1, rl::mo_relaxed);
+      return;
+    }
+    while (flag.load(rl::mo_relaxed) == 0) rl::yield();
+    RL_ASSERT(x.load(rl::mo_relaxed) == 4);
+  }
+};
+// The replay's verdict, state and event count (from its trace).
+struct Replayed {
+  rl::test_result_e result;
+  unsigned long long stop_iteration;
+  std::string state;
+  int events;
+};
+template <typename T>
+Replayed ReplayCountingEvents(const std::string& state) {
+  rl::test_params p;
+  p.print_summary = false;
+  std::ostringstream trace;
+  p.output_stream = &trace;
+  p.initial_state = state;
+  rl::simulate<T>(p);
+  const std::string text = trace.str();
+  const std::string key = "failing execution (";
+  const size_t at = text.find(key);
+  const int events =
+      at == std::string::npos ? -1 : std::atoi(text.c_str() + at + key.size());
+  return {p.test_result, p.stop_iteration, p.final_state, events};
+}
+// The fixtures are the failing states of seed 3 (sc_order_as_executed on:
+// r5:, off: r4:) printed by the version before the sampled spin's wait at
+// its first repeat (de07401). There the spinner's first run-on went on
+// for spin_bound identical tries (6 loads of the flag before the writer's
+// first store, 27 events); under r6:/r7: it waits at the first try that
+// repeats its state (3 loads, 18 events), and the same decisions make
+// another execution. So a recorded state replays by its own rules.
+TEST_CASE("search: r5:/r4: states of the previous version still replay") {
+  for (const std::string tag : {"r5:", "r4:"}) {
+    CAPTURE(tag);
+    const std::string old_state = tag + "1 1 1 1 1 1 1 1 1 0 1 0 0 3";
+    const Replayed r = ReplayCountingEvents<SpinThenStale>(old_state);
+    CHECK(r.result == rl::test_result_user_assert_failed);
+    CHECK(r.stop_iteration == 1);
+    CHECK(r.state == old_state);
+    CHECK(r.events == 27);
+  }
+  // Where the test's globals are not read (a static program) the spin
+  // runs on as r5: did ("spin: a sampled run waits at the first try ...").
+  const bool whole_state = rl::detail::TestGlobalsRead();
+  if (!whole_state) CHECK(_DYNAMIC == nullptr);
+  const Replayed now =
+      ReplayCountingEvents<SpinThenStale>("r7:1 1 1 1 1 1 1 1 1 0 1 0 0 3");
+  CHECK(now.result == rl::test_result_user_assert_failed);
+  CHECK(now.events == (whole_state ? 18 : 27));
 }
 
 // A random run draws a thread first, each runnable one with the same
