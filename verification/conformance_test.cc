@@ -674,17 +674,26 @@ struct SpinOnFlag : rl::test_suite<SpinOnFlag<kCounted>, 2> {
     count($) = tries;  // the count leaves the loop
   }
 };
+// Runs T in `search` with `spin_bound`, quietly; it must pass.
 template <typename T>
-int CompleteExecutions(unsigned spin_bound) {
+rl::test_params RunPassing(rl::scheduler_type_e search, unsigned spin_bound,
+                           unsigned iterations = 0) {
   rl::test_params p;
-  p.search_type = rl::sched_full;
+  p.search_type = search;
+  if (iterations != 0) p.iteration_count = iterations;
+  p.seed = 1;
   p.print_summary = false;
   p.spin_bound = spin_bound;
   std::ostringstream out;
   p.output_stream = &out;
   rl::simulate<T>(p);
   CHECK(p.test_result == rl::test_result_success);
-  return static_cast<int>(p.executions);
+  p.output_stream = nullptr;  // the stream is gone
+  return p;
+}
+template <typename T>
+int CompleteExecutions(unsigned spin_bound) {
+  return static_cast<int>(RunPassing<T>(rl::sched_full, spin_bound).executions);
 }
 TEST_CASE("spin: only a loop whose state changes waits after each try") {
   for (unsigned bound : {1u, 2u, 4u, 8u}) {
@@ -740,16 +749,7 @@ template <typename T>
 int MostTriesBeforeStore(unsigned spin_bound) {
   std::vector<int> probe(3, 0);
   g_sampled_spin_probe = probe.data();
-  rl::test_params p;
-  p.search_type = rl::sched_random;
-  p.iteration_count = 4000;
-  p.seed = 1;
-  p.spin_bound = spin_bound;
-  p.print_summary = false;
-  std::ostringstream out;
-  p.output_stream = &out;
-  rl::simulate<T>(p);
-  CHECK(p.test_result == rl::test_result_success);
+  RunPassing<T>(rl::sched_random, spin_bound, 4000);
   g_sampled_spin_probe = nullptr;
   return probe[1];
 }
@@ -1026,10 +1026,11 @@ struct LostUpdate : rl::test_suite<LostUpdate, 2> {
   void after() { RL_ASSERT(n.load(rl::mo_relaxed) == 2); }
 };
 
-// Replays T from a state string (the trace is printed into a discarded
-// stream).
+// Replays T from a state string (the trace is printed into a stream kept
+// in *trace_out if given, else discarded).
 template <typename T>
-rl::test_params Replay(const std::string& state) {
+rl::test_params Replay(const std::string& state,
+                       std::string* trace_out = nullptr) {
   rl::test_params again;
   again.print_summary = false;
   std::ostringstream trace;
@@ -1037,6 +1038,7 @@ rl::test_params Replay(const std::string& state) {
   again.initial_state = state;
   rl::simulate<T>(again);
   again.output_stream = nullptr;
+  if (trace_out != nullptr) *trace_out = trace.str();
   return again;
 }
 
@@ -1127,13 +1129,8 @@ struct Replayed {
 };
 template <typename T>
 Replayed ReplayCountingEvents(const std::string& state) {
-  rl::test_params p;
-  p.print_summary = false;
-  std::ostringstream trace;
-  p.output_stream = &trace;
-  p.initial_state = state;
-  rl::simulate<T>(p);
-  const std::string text = trace.str();
+  std::string text;
+  const rl::test_params p = Replay<T>(state, &text);
   const std::string key = "failing execution (";
   const size_t at = text.find(key);
   const int events =
