@@ -706,19 +706,20 @@ TEST_CASE("spin: only a loop whose state changes waits after each try") {
   }
 }
 
-// A random run's spin that runs on (SampledSpin, below) against the same
-// spin counting its tries: the stateless one waits at its first try that
-// repeats the thread's own state, so at most 3 tries read the flag before
-// the store (the first, the identical one that chose to run on, the
-// repeat); the counting one may wait after each try it runs on, and
-// reaches spin_bound + 2 tries, as the exhaustive search does. Before,
-// a sampled run of either ran on for spin_bound + 2 tries.
+// A random run's spin that runs on draws at each identical try whether to
+// wait, whatever the loop keeps: SampledSpin's tries before the store
+// take every count from 1 to spin_bound + 2, with and without a count of
+// its own. Before, a loop whose state the capture saw repeat ran on
+// without a draw until spin_bound: its tries before the store were 1, 2
+// or spin_bound + 2, never between (and a count kept where the capture
+// does not look, as here, was such a loop).
 //
 // The tries are counted in memory allocated before the run: the capture
 // of a loop's state (its stack and registers, the suite, the run's heap
 // blocks, the test's globals) never reads it, so counting there leaves
-// the stateless loop stateless. [0]: tries before the store in this
-// execution; [1]: the most in any; [2]: the store is made.
+// the loop without a count stateless. [0]: tries before the store in
+// this execution; [1]: a bit per count met at the loop's end; [2]: the
+// store is made.
 int* g_sampled_spin_probe = nullptr;
 template <bool kCounted>
 struct SampledSpin : rl::test_suite<SampledSpin<kCounted>, 2> {
@@ -738,32 +739,30 @@ struct SampledSpin : rl::test_suite<SampledSpin<kCounted>, 2> {
     int tries = 0;
     // Pairs with: the release store of 1.
     while (flag.load(rl::mo_acquire) == 0) {
-      if (probe[2] == 0) probe[1] = std::max(probe[1], ++probe[0]);
+      if (probe[2] == 0) ++probe[0];
       if (kCounted) ++tries;
       rl::yield();
     }
+    probe[1] |= 1 << probe[0];
     count($) = tries;  // the count leaves the loop
   }
 };
+// The counts of tries before the store met in 4,000 random iterations.
 template <typename T>
-int MostTriesBeforeStore(unsigned spin_bound) {
+int TriesBeforeStoreMet(unsigned spin_bound) {
   std::vector<int> probe(3, 0);
   g_sampled_spin_probe = probe.data();
   RunPassing<T>(rl::sched_random, spin_bound, 4000);
   g_sampled_spin_probe = nullptr;
   return probe[1];
 }
-TEST_CASE("spin: a sampled run waits at the first try that repeats its state") {
-  // Where the test's globals are not read (a static program), an unchanged
-  // capture may miss a count kept in one: the spin runs on as before.
-  const bool whole_state = rl::detail::TestGlobalsRead();
-  if (!whole_state) CHECK(_DYNAMIC == nullptr);
+TEST_CASE("spin: a sampled run draws at each try it runs on whether to wait") {
   for (unsigned bound : {1u, 2u, 4u}) {
     CAPTURE(bound);
-    CHECK(MostTriesBeforeStore<SampledSpin<false>>(bound) ==
-          (whole_state ? 3 : static_cast<int>(bound) + 2));
-    CHECK(MostTriesBeforeStore<SampledSpin<true>>(bound) ==
-          static_cast<int>(bound) + 2);
+    // Bits 1 .. bound + 2 (0: the store came first; never more).
+    const int every = ((1 << (bound + 3)) - 1) & ~1;
+    CHECK((TriesBeforeStoreMet<SampledSpin<false>>(bound) & ~1) == every);
+    CHECK((TriesBeforeStoreMet<SampledSpin<true>>(bound) & ~1) == every);
   }
 }
 
@@ -1138,12 +1137,12 @@ Replayed ReplayCountingEvents(const std::string& state) {
   return {p.test_result, p.stop_iteration, p.final_state, events};
 }
 // The fixtures are the failing states of seed 3 (sc_order_as_executed on:
-// r5:, off: r4:) printed by the version before the sampled spin's wait at
-// its first repeat (de07401). There the spinner's first run-on went on
+// r5:, off: r4:) printed by the version before a sampled spin drew at
+// each try it runs on (de07401). There the spinner's first run-on went on
 // for spin_bound identical tries (6 loads of the flag before the writer's
-// first store, 27 events); under r6:/r7: it waits at the first try that
-// repeats its state (3 loads, 18 events), and the same decisions make
-// another execution. So a recorded state replays by its own rules.
+// first store, 27 events); under r6:/r7: the same decisions are read as
+// draws at those tries and make another execution (17 events). So a
+// recorded state replays by its own rules.
 TEST_CASE("search: r5:/r4: states of the previous version still replay") {
   for (const std::string tag : {"r5:", "r4:"}) {
     CAPTURE(tag);
@@ -1154,14 +1153,10 @@ TEST_CASE("search: r5:/r4: states of the previous version still replay") {
     CHECK(r.state == old_state);
     CHECK(r.events == 27);
   }
-  // Where the test's globals are not read (a static program) the spin
-  // runs on as r5: did ("spin: a sampled run waits at the first try ...").
-  const bool whole_state = rl::detail::TestGlobalsRead();
-  if (!whole_state) CHECK(_DYNAMIC == nullptr);
   const Replayed now =
       ReplayCountingEvents<SpinThenStale>("r7:1 1 1 1 1 1 1 1 1 0 1 0 0 3");
   CHECK(now.result == rl::test_result_user_assert_failed);
-  CHECK(now.events == (whole_state ? 18 : 27));
+  CHECK(now.events == 17);
 }
 
 // A random run draws a thread first, each runnable one with the same

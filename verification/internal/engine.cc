@@ -671,8 +671,6 @@ class Engine {
   bool ForeignReadsRepeat(const ThreadState& th) const;
   bool AnyStale(const std::vector<SpinRead>& reads, bool writing_spin) const;
   bool LoopStateChanged(ThreadState& th, uintptr_t cfa);
-  enum class LoopStateDiff { kUnknown, kSame, kChanged };
-  LoopStateDiff CompareLoopState(ThreadState& th, uintptr_t cfa);
   bool CaptureLoopState(uintptr_t cfa, std::vector<uintptr_t>* out);
   void CheckStatelessPromise(ThreadState& th, bool identical, bool same_site,
                              uintptr_t cfa, const debug_info& info);
@@ -1153,10 +1151,10 @@ class Engine {
   // (DrawThreadFirst).
   bool thread_first_ = false;
   // A sampled run recorded as "r6:" or "r7:" (every random run now): a
-  // spin running on waits at its first identical iteration that left the
-  // thread's own state as it was (Engine::Yield). "r4:" and "r5:" states
-  // ran on to spin_bound and replay so.
-  bool repeat_waits_ = false;
+  // spin running on draws at each identical iteration whether to wait
+  // (Engine::Yield). "r4:" and "r5:" states drew only where the thread's
+  // own state changed, and replay so.
+  bool draws_each_try_ = false;
   std::vector<uint32_t> scratch_index_;  // DrawAllowed()
   std::vector<Choice> stack_;
   size_t pos_ = 0;
@@ -1258,9 +1256,6 @@ class Engine {
   // run's first capture of a loop's state.
   GlobalsPlan globals_;
   bool globals_scanned_ = false;
-  // TestGlobals() told the test's globals apart: a capture that holds
-  // them holds every place a loop may keep its state (CompareLoopState).
-  bool globals_read_ = false;
   // The shims' objects set up (true) or ended (false) in this execution,
   // by address (ShimInit).
   std::unordered_map<uintptr_t, bool> shim_life_;
@@ -4438,23 +4433,18 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
     // waits for exists already: it runs on, and its next try must read a
     // newer write (must_leave).
     //
-    // A sampled run whose spin repeated its state too (no count: most
-    // spins) waits now (repeat_waits_): each further try would read the
-    // same writes from the same state, invisible to the other threads, so
-    // running on until spin_bound reaches what waiting reaches, one
-    // identical try at a time (Peterson's lock, random: -7% instructions).
-    // Only where the capture holds all of the state (kSame): a count kept
-    // where it is not read (globals in a static program) still runs on.
+    // A sampled run (draws_each_try_) draws at every try it runs on,
+    // whatever its state: where the state repeats, running on until
+    // spin_bound only repeated the try, invisible to the other threads
+    // (Peterson's lock, random: -6% instructions), and where a count is
+    // kept where the capture does not look (memory allocated before the
+    // run), a draw still reaches every count, as for a visible one. Its
+    // running on needs no capture.
     bool wait_now = false;
-    if (!stale || sampling_ || !th.spin_waited) {
-      const LoopStateDiff diff = CompareLoopState(th, cfa);
-      if (diff == LoopStateDiff::kChanged) {
-        Action a;
-        wait_now = Decide(DecideKind::kRand, 2, &a) && a.value == 0;
-      } else if (diff == LoopStateDiff::kSame && repeat_waits_ &&
-                 !writing_spin) {
-        wait_now = true;
-      }
+    if (draws_each_try_ || ((!stale || sampling_ || !th.spin_waited) &&
+                            LoopStateChanged(th, cfa))) {
+      Action a;
+      wait_now = Decide(DecideKind::kRand, 2, &a) && a.value == 0;
     }
     if (wait_now && stale && !sampling_) {
       th.continuing = 0;
@@ -4485,7 +4475,7 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
     Action a;
     if (Decide(DecideKind::kRand, 2, &a) && a.value == 1) {
       th.continuing = 1;
-      if (!captured)
+      if (!captured && !draws_each_try_)
         th.loop_state_known = CaptureLoopState(cfa, &th.loop_state);
       return;
     }
@@ -4546,22 +4536,12 @@ bool Engine::ForeignReadsRepeat(const ThreadState& th) const {
 // at its previous identical iteration, which it then replaces; false if
 // either is unknown.
 bool Engine::LoopStateChanged(ThreadState& th, uintptr_t cfa) {
-  return CompareLoopState(th, cfa) == LoopStateDiff::kChanged;
-}
-
-// The running thread's own state (LoopState) against the one captured at
-// its previous identical iteration, which it then replaces. kSame only if
-// both captures hold all of it: a loop may keep a count in a global, which
-// a capture holds only where the test's globals are told apart.
-Engine::LoopStateDiff Engine::CompareLoopState(ThreadState& th, uintptr_t cfa) {
   const bool known = CaptureLoopState(cfa, &th.loop_state_next);
-  const bool both = known && th.loop_state_known;
-  const bool same = both && th.loop_state_next == th.loop_state;
+  const bool changed =
+      known && th.loop_state_known && th.loop_state_next != th.loop_state;
   th.loop_state.swap(th.loop_state_next);
   th.loop_state_known = known;
-  if (!both) return LoopStateDiff::kUnknown;
-  if (!same) return LoopStateDiff::kChanged;
-  return globals_read_ ? LoopStateDiff::kSame : LoopStateDiff::kUnknown;
+  return changed;
 }
 
 // test_params::stateless_spins promises that no retry loop carries state
@@ -4603,8 +4583,7 @@ bool Engine::CaptureLoopState(uintptr_t cfa, std::vector<uintptr_t>* out) {
 #ifndef RL_NO_LOOP_STATE
   if (!globals_scanned_) {
     std::vector<ByteRange> ranges;
-    // None where they cannot be told apart.
-    globals_read_ = TestGlobals(&ranges);
+    TestGlobals(&ranges);  // none where they cannot be told apart
     globals_scanned_ = true;
     PlanGlobals(ranges, &globals_);
   }
@@ -5378,13 +5357,13 @@ std::string Engine::EncodeState() const {
   // executed, r6: for one without; r2: to r5: states of
   // earlier versions replay as they were recorded),
   // then the decisions taken.
-  s << (!sampling_                    ? "v2:"
-        : repeat_waits_ && sc_floors_ ? "r7:"
-        : repeat_waits_               ? "r6:"
-        : sc_floors_                  ? "r5:"
-        : thread_first_               ? "r4:"
-        : lazy_sampling_              ? "r3:"
-                                      : "r2:")
+  s << (!sampling_                      ? "v2:"
+        : draws_each_try_ && sc_floors_ ? "r7:"
+        : draws_each_try_               ? "r6:"
+        : sc_floors_                    ? "r5:"
+        : thread_first_                 ? "r4:"
+        : lazy_sampling_                ? "r3:"
+                                        : "r2:")
     << (stop_iteration_ != 0 ? stop_iteration_
                              : p_.executions + p_.blocked_executions + 1);
   if (mode_ == Mode::kDfs) {
@@ -5767,9 +5746,9 @@ test_result_e Engine::Run(test_result_e expected) {
     std::istringstream in(p_.initial_state);
     std::string tag;
     in >> tag;
-    repeat_waits_ = tag.rfind("r6:", 0) == 0 || tag.rfind("r7:", 0) == 0;
+    draws_each_try_ = tag.rfind("r6:", 0) == 0 || tag.rfind("r7:", 0) == 0;
     sc_floors_ = tag.rfind("r5:", 0) == 0 || tag.rfind("r7:", 0) == 0;
-    thread_first_ = tag.rfind("r4:", 0) == 0 || sc_floors_ || repeat_waits_;
+    thread_first_ = tag.rfind("r4:", 0) == 0 || sc_floors_ || draws_each_try_;
     lazy_sampling_ = tag.rfind("r3:", 0) == 0 || thread_first_;
     sampling_ = tag.rfind("r2:", 0) == 0 || lazy_sampling_;
     if (tag.rfind("v2:", 0) == 0 || sampling_)
@@ -5790,7 +5769,7 @@ test_result_e Engine::Run(test_result_e expected) {
       sampling_ = true;
       lazy_sampling_ = true;
       thread_first_ = true;
-      repeat_waits_ = true;
+      draws_each_try_ = true;
       sc_floors_ = p_.sc_order_as_executed;
       if (seed == 0)
         seed = static_cast<unsigned long long>(
