@@ -656,21 +656,39 @@ TEST_CASE("spin: a bounded retry left after K stale tries is explored") {
 // state as it was, so it waits only after its first identical try
 // (spin-assume), whatever spin_bound is; with the count, every bound adds
 // an execution (waiting after one more try).
+//
+// Where g_spin_probe is set (TriesBeforeStoreMet, below), the spin's tries
+// are also counted there, in memory allocated before the run: the capture
+// of a loop's state (its stack and registers, the suite, the run's heap
+// blocks, the test's globals) never reads it, so counting there leaves
+// the loop without a count stateless. [0]: tries before the store in
+// this execution; [1]: a bit per count met at the loop's end; [2]: the
+// store is made.
+int* g_spin_probe = nullptr;
 template <bool kCounted>
 struct SpinOnFlag : rl::test_suite<SpinOnFlag<kCounted>, 2> {
   rl::atomic<int> flag{0};
   rl::var<int> count{0};
+  void before() {
+    if (g_spin_probe == nullptr) return;
+    g_spin_probe[0] = 0;
+    g_spin_probe[2] = 0;
+  }
   void thread(unsigned i) {
+    int* probe = g_spin_probe;
     if (i == 1) {
       flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
+      if (probe != nullptr) probe[2] = 1;  // before any other thread's step
       return;
     }
     int tries = 0;
     // Pairs with: the release store of 1.
     while (flag.load(rl::mo_acquire) == 0) {
+      if (probe != nullptr && probe[2] == 0) ++probe[0];
       if (kCounted) ++tries;
       rl::yield();
     }
+    if (probe != nullptr) probe[1] |= 1 << probe[0];
     count($) = tries;  // the count leaves the loop
   }
 };
@@ -707,53 +725,19 @@ TEST_CASE("spin: only a loop whose state changes waits after each try") {
 }
 
 // A random run's spin that runs on draws at each identical try whether to
-// wait, whatever the loop keeps: SampledSpin's tries before the store
-// take every count from 1 to spin_bound + 2, with and without a count of
-// its own. Before, a loop whose state the capture saw repeat ran on
-// without a draw until spin_bound: its tries before the store were 1, 2
-// or spin_bound + 2, never between (and a count kept where the capture
-// does not look, as here, was such a loop).
-//
-// The tries are counted in memory allocated before the run: the capture
-// of a loop's state (its stack and registers, the suite, the run's heap
-// blocks, the test's globals) never reads it, so counting there leaves
-// the loop without a count stateless. [0]: tries before the store in
-// this execution; [1]: a bit per count met at the loop's end; [2]: the
-// store is made.
-int* g_sampled_spin_probe = nullptr;
-template <bool kCounted>
-struct SampledSpin : rl::test_suite<SampledSpin<kCounted>, 2> {
-  rl::atomic<int> flag{0};
-  rl::var<int> count{0};
-  void before() {
-    g_sampled_spin_probe[0] = 0;
-    g_sampled_spin_probe[2] = 0;
-  }
-  void thread(unsigned i) {
-    int* probe = g_sampled_spin_probe;
-    if (i == 1) {
-      flag.store(1, rl::mo_release);  // Pairs with: the acquire load below
-      probe[2] = 1;                   // before any other thread's next step
-      return;
-    }
-    int tries = 0;
-    // Pairs with: the release store of 1.
-    while (flag.load(rl::mo_acquire) == 0) {
-      if (probe[2] == 0) ++probe[0];
-      if (kCounted) ++tries;
-      rl::yield();
-    }
-    probe[1] |= 1 << probe[0];
-    count($) = tries;  // the count leaves the loop
-  }
-};
+// wait, whatever the loop keeps: SpinOnFlag's tries before the store take
+// every count from 1 to spin_bound + 2, with and without a count of its
+// own. Before, a loop whose state the capture saw repeat ran on without a
+// draw until spin_bound: its tries before the store were 1, 2 or
+// spin_bound + 2, never between (and a count kept where the capture does
+// not look, as g_spin_probe's, was such a loop).
 // The counts of tries before the store met in 4,000 random iterations.
 template <typename T>
 int TriesBeforeStoreMet(unsigned spin_bound) {
   std::vector<int> probe(3, 0);
-  g_sampled_spin_probe = probe.data();
+  g_spin_probe = probe.data();
   RunPassing<T>(rl::sched_random, spin_bound, 4000);
-  g_sampled_spin_probe = nullptr;
+  g_spin_probe = nullptr;
   return probe[1];
 }
 TEST_CASE("spin: a sampled run draws at each try it runs on whether to wait") {
@@ -761,8 +745,8 @@ TEST_CASE("spin: a sampled run draws at each try it runs on whether to wait") {
     CAPTURE(bound);
     // Bits 1 .. bound + 2 (0: the store came first; never more).
     const int every = ((1 << (bound + 3)) - 1) & ~1;
-    CHECK((TriesBeforeStoreMet<SampledSpin<false>>(bound) & ~1) == every);
-    CHECK((TriesBeforeStoreMet<SampledSpin<true>>(bound) & ~1) == every);
+    CHECK((TriesBeforeStoreMet<SpinOnFlag<false>>(bound) & ~1) == every);
+    CHECK((TriesBeforeStoreMet<SpinOnFlag<true>>(bound) & ~1) == every);
   }
 }
 
