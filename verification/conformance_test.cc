@@ -3,7 +3,6 @@
 // the C++20 verdict where the two differ (said at the case). A change that
 // makes the checker pass a buggy program silently, or flag a correct one,
 // fails here. See docs/verification.md, "The dialect".
-#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <new>
