@@ -17,13 +17,28 @@
 //   peterson random N         N random iterations of Peterson's lock, every
 //                             access in the default order (seq_cst)
 //
-// Prints the executions run on a line of its own ("executions N").
+// Prints the executions run on a line of its own ("executions N"), then
+// the retries their loops made ("retries N": the seqcount's reader tries
+// after the first, Peterson's waits, the CAS loop's failed CASes), so the
+// length of the executions each checker samples can be compared (random
+// searches only; counted in the calling process, so 0 for a forked one).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "relacy/relacy.hpp"
+
+// Plain: a checker runs one test thread at a time (both do), and both
+// sides pay the same increment. Random searches only: a count that grows
+// makes a spin loop one that keeps state, which the exhaustive search
+// then runs on to its bound (docs/verification.md, "A loop that keeps a
+// count": 28 million executions of the seqcount instead of 30,055).
+bool g_count_retries = false;
+unsigned long long g_retries = 0;
+void CountRetry() {
+  if (g_count_retries) ++g_retries;
+}
 
 struct SeqCount : rl::test_suite<SeqCount, 2> {
   rl::atomic<unsigned> seq, lo, hi;
@@ -48,6 +63,7 @@ struct SeqCount : rl::test_suite<SeqCount, 2> {
       rl::atomic_thread_fence(rl::memory_order_acquire, $);
       const unsigned s2 = seq($).load(rl::memory_order_relaxed);
       if ((s1 & 1) == 0 && s1 == s2) return (uint64_t{h} << 32) | l;
+      CountRetry();
       rl::yield(1, $);
     }
   }
@@ -96,7 +112,10 @@ struct Peterson : rl::test_suite<Peterson, 2> {
     rl::atomic<int>& other = i == 0 ? flag1 : flag0;
     mine($) = 1;
     turn($) = static_cast<int>(1 - i);
-    while (other($) == 1 && turn($) == static_cast<int>(1 - i)) rl::yield(1, $);
+    while (other($) == 1 && turn($) == static_cast<int>(1 - i)) {
+      CountRetry();
+      rl::yield(1, $);
+    }
     data($) = static_cast<int>(i);
     mine($) = 0;
   }
@@ -114,6 +133,7 @@ struct CasCounter : rl::test_suite<CasCounter, 3> {
       while (!count($).compare_exchange_strong(v, v + 1,
                                                rl::memory_order_acq_rel,
                                                rl::memory_order_relaxed)) {
+        CountRetry();
       }
     }
   }
@@ -129,6 +149,7 @@ int Run(bool full, unsigned long long iterations, unsigned long long seed,
   } else {
     p.search_type = rl::sched_random;
     p.iteration_count = static_cast<unsigned>(iterations);
+    g_count_retries = true;
   }
 #ifdef RL_REAL
   (void)seed;  // Relacy seeds iteration i with i
@@ -141,6 +162,7 @@ int Run(bool full, unsigned long long iterations, unsigned long long seed,
   const bool ok = rl::simulate<Suite>(p);
   std::printf("executions %llu\n",
               static_cast<unsigned long long>(p.stop_iteration));
+  std::printf("retries %llu\n", g_retries);
   return ok ? 0 : 1;
 }
 

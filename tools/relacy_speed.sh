@@ -17,7 +17,10 @@
 #   iterations of a counter incremented by four threads (seq_cst and
 #   relaxed fetch_adds: chains of RMWs), of a counter three threads bump
 #   by CAS loops (failed tries), and 5,000 of Peterson's lock in the
-#   dialect's default order (seq_cst).
+#   dialect's default order (seq_cst);
+# * retries per execution on each side (100,000 random iterations of the
+#   seqcount, the CAS loop and Peterson's lock): how long the executions
+#   each checker samples are.
 #
 #   tools/relacy_speed.sh /path/to/relacy [workdir]
 #
@@ -107,6 +110,23 @@ if [[ $FULL == 1 ]]; then
 else
   echo "  real: not run (FULL=1 runs it: about 40 s)"
 fi
+
+# How long the executions each side samples are: the loops' retries (the
+# seqcount's reader, the CAS loop's failed CASes, Peterson's waits) per
+# execution, one process each.
+echo "retries per execution (100,000 random iterations, one process):"
+for p in seqcount cas-counter peterson; do
+  line="  $p:"
+  for side in real ours; do
+    case $side in
+      real) "$WORK/real" "$p" random 100000 1 >"$WORK/last.out" ;;
+      ours) "$WORK/ours" "$p" random 100000 1 1 >"$WORK/last.out" ;;
+    esac
+    n=$(awk '/^retries /{print $2}' "$WORK/last.out")
+    line+=" $side $(echo "$n" | awk '{printf "%.3f", $1 / 100000}')"
+  done
+  echo "$line"
+done
 
 if command -v valgrind >/dev/null; then
   instr() {  # command... -> instructions (callgrind)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tools/relacy_speed.cpp against this checker: every program runs the
+# random iterations it is given and says so ("executions N"), and the
+# loops' retries are counted in random searches ("retries N", which
+# relacy_speed.sh compares with real Relacy's) but not in the exhaustive
+# one, where a growing count would make the seqcount reader's spin a loop
+# that keeps state (explored to its bound: millions of executions).
+set -euo pipefail
+BIN=$1
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+value() { awk -v k="$1" '$1 == k {print $2}' <<<"$2"; }
+
+for p in seqcount loads counter counter-relaxed cas-counter peterson; do
+  out=$("$BIN" "$p" random 300 1 1) || fail "$p exited with $?: $out"
+  [[ $(value executions "$out") == 300 ]] || fail "$p: $out"
+  [[ $(value retries "$out") =~ ^[0-9]+$ ]] || fail "$p: no retries line: $out"
+done
+
+# Three threads bumping one counter by CAS loops, 300 executions: some
+# CAS fails (seed 1 is deterministic).
+out=$("$BIN" cas-counter random 300 1 1)
+(($(value retries "$out") > 0)) || fail "cas-counter: no failed CAS counted: $out"
+
+out=$("$BIN" seqcount full) || fail "seqcount full exited with $?: $out"
+[[ $(value retries "$out") == 0 ]] || fail "seqcount full counted retries: $out"
+n=$(value executions "$out")
+((n > 0 && n < 1000000)) || fail "seqcount full: $n executions"
+echo "PASS"
