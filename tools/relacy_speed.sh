@@ -62,7 +62,8 @@ seconds() {  # command... -> prints its wall-clock seconds; fails with it.
   echo "$start $end" | awk '{printf "%.3f", $2 - $1}'
 }
 median() { sort -g | awk '{v[NR] = $1} END {m = int((NR + 1) / 2); if (NR % 2) print v[m]; else printf "%.3f\n", (v[m] + v[m + 1]) / 2}'; }
-executions() { awk '/^executions /{print $2}' "$WORK/last.out" | tail -1; }
+# The last run's "KEY N" line (relacy_speed.cpp prints executions, retries).
+reported() { awk -v k="$1" '$1 == k {print $2}' "$WORK/last.out" | tail -1; }
 per_second() { echo "$1 $2" | awk '{printf "%.0f", $1 / $2}'; }
 
 # Each round runs real Relacy, this checker in one process and this
@@ -100,12 +101,12 @@ echo "exhaustive search, seqcount:"
 for ((r = 1; r <= ROUNDS; ++r)); do
   seconds "$WORK/ours" seqcount full >>"$WORK/full.ours" && echo >>"$WORK/full.ours"
 done
-n_ours=$(executions)
+n_ours=$(reported executions)
 full_med=$(median <"$WORK/full.ours")
 echo "  ours: $n_ours executions (complete and pruned), median $full_med s, $(per_second "$n_ours" "$full_med") per second"
 if [[ $FULL == 1 ]]; then
   s=$(seconds "$WORK/real" seqcount full)
-  n_real=$(executions)
+  n_real=$(reported executions)
   echo "  real: $n_real executions in $s s, $(per_second "$n_real" "$s") per second"
 else
   echo "  real: not run (FULL=1 runs it: about 40 s)"
@@ -122,8 +123,7 @@ for p in seqcount cas-counter peterson; do
       real) "$WORK/real" "$p" random 100000 1 >"$WORK/last.out" ;;
       ours) "$WORK/ours" "$p" random 100000 1 1 >"$WORK/last.out" ;;
     esac
-    n=$(awk '/^retries /{print $2}' "$WORK/last.out")
-    line+=" $side $(echo "$n" | awk '{printf "%.3f", $1 / 100000}')"
+    line+=" $side $(reported retries | awk '{printf "%.3f", $1 / 100000}')"
   done
   echo "$line"
 done
