@@ -884,6 +884,18 @@ class Engine {
   bool ReadableBy(OpKind kind, const Event& w) const {
     return kind != OpKind::kRmw || w.rmw_reader < 0;
   }
+  // The actions ActionsFor() lists for th's CAS reading write w: a failure
+  // (another value), a success (the expected value, no RMW read it yet),
+  // a success and then its spurious failure (weak, spurious failures on),
+  // or, where an RMW read it already, only a spurious failure, if any.
+  size_t CasActionsOn(const ThreadState& th, const Event& w) const {
+    const Pending& op = th.op;
+    const bool spurious =
+        op.weak && p_.spurious_cas_failures && th.spurious_loc != op.loc;
+    if (w.wval != op.expected) return 1;
+    if (w.rmw_reader >= 0) return spurious;
+    return 1 + spurious;
+  }
   Action DirectAction(unsigned t, const DirectRange& r, size_t j) const;
 #ifdef RL_SC_CHECK
   void CrossCheckDirect(unsigned t, const DirectRange& r, size_t j,
@@ -3611,17 +3623,17 @@ void Engine::ActionsFor(unsigned t, std::vector<Action>* out) {
   }
 }
 
-// The actions ActionsFor(t) would list for a load, store or RMW, as a range:
-// false for any other operation (a CAS: success, failure and spurious
-// failure per write) or under a deferral constraint (exhaustive search).
+// The actions ActionsFor(t) would list for a load, store, RMW or CAS, as a
+// range (a CAS's: its success, failure and spurious failure per write, see
+// CasActionsOn): false for a resumption, a wait (Pending::await) or under
+// a deferral constraint (exhaustive search).
 bool Engine::DirectActions(unsigned t, DirectRange* r) const {
   const ThreadState& th = threads_[t];
   const Pending& op = th.op;
   if (th.constraint != 0 || op.await) return false;
-  // Only a load, store or RMW names a location (a resumption does not).
-  if (op.kind != OpKind::kLoad && op.kind != OpKind::kStore &&
-      op.kind != OpKind::kRmw)
-    return false;
+  // Only a load, store, RMW or CAS names a location (a resumption does
+  // not).
+  if (op.kind == OpKind::kNone || op.kind == OpKind::kResume) return false;
   const Loc& l = locs_[op.loc];
   const int size = static_cast<int>(l.mo.size());
   switch (op.kind) {
@@ -3650,6 +3662,14 @@ bool Engine::DirectActions(unsigned t, DirectRange* r) const {
       for (int p = r->lb; p < size; ++p)
         r->n += ReadableBy(op.kind, events_[l.mo[p]]);
       return true;
+    case OpKind::kCas:
+      // Counted, not listed: a CAS loop's failed tries were 8% of a random
+      // run's instructions in ActionsFor()'s appends (callgrind).
+      r->lb = ReadLowerBound(t, op.loc);
+      r->n = 0;
+      for (int p = r->lb; p < size; ++p)
+        r->n += CasActionsOn(th, events_[l.mo[p]]);
+      return true;
     default:
       return false;
   }
@@ -3675,6 +3695,20 @@ Action Engine::DirectAction(unsigned t, const DirectRange& r, size_t j) const {
     a.rf = l.mo[p - static_cast<int>(j)];
     return a;
   }
+  if (op.kind == OpKind::kCas) {
+    const ThreadState& th = threads_[t];
+    for (;; --p) {
+      const Event& w = events_[l.mo[p]];
+      const size_t n = CasActionsOn(th, w);
+      if (j < n) {
+        a.rf = l.mo[p];
+        // A success comes first (of two: then its spurious failure).
+        a.cas_ok = j == 0 && w.wval == op.expected && w.rmw_reader < 0;
+        return a;
+      }
+      j -= n;
+    }
+  }
   for (;; --p)
     if (ReadableBy(op.kind, events_[l.mo[p]]) && j-- == 0) break;
   a.rf = l.mo[p];
@@ -3690,7 +3724,8 @@ void Engine::CrossCheckDirect(unsigned t, const DirectRange& r, size_t j,
   lazy_probe_ = true;  // list without probing, as a sampled run does
   ActionsFor(t, &all);
   lazy_probe_ = lazy;
-  if (all.size() != r.n || all[j].rf != a.rf || all[j].pos != a.pos) {
+  if (all.size() != r.n || all[j].rf != a.rf || all[j].pos != a.pos ||
+      all[j].cas_ok != a.cas_ok) {
     std::fprintf(stderr,
                  "RL_SC_CHECK: thread %u's direct draw took action %zu of "
                  "%zu, not what ActionsFor() lists (%zu actions)\n",
@@ -3959,8 +3994,8 @@ bool Engine::DrawThreadFirst(Action* out) {
     size_t i;
     bool drawn;
     if (DirectRange r; threads_[t].continuing == 0 && DirectActions(t, &r)) {
-      // A load, store or RMW: its actions are a range of positions in the
-      // modification order, so the one drawn is computed without listing
+      // A load, store, RMW or CAS: its actions are a range of positions in
+      // the modification order, so the one drawn is computed without listing
       // them (the same draw as DrawAllowed's first). Listed only if the SC
       // order refuses it.
       // Built in *out, not copied there: the copy read the local's
