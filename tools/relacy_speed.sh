@@ -69,6 +69,11 @@ per_second() { echo "$1 $2" | awk '{printf "%.0f", $1 / $2}'; }
 # Each round runs real Relacy, this checker in one process and this
 # checker's forked search (test_params::jobs = JOBS processes), in a
 # rotating order.
+# Ratios of time differ from one processor to another (the same two
+# builds: 1.36 on one machine, 1.76 on another; docs/verification.md), so
+# the run says where it ran.
+cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)
+echo "machine: ${cpu:-unknown processor}, $(nproc) CPUs; $("$CXX" --version | head -1)"
 echo "random search, seqcount, $ITERATIONS iterations, $ROUNDS rounds (seconds; forked: $JOBS processes):"
 : >"$WORK/random.real"
 : >"$WORK/random.ours"
