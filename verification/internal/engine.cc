@@ -1109,8 +1109,10 @@ class Engine {
   bool ScConsistentFull(bool forward_only = false);
   void CrossCheckSc(bool incremental);
   void CrossCheckFloors();
-#endif
+  // A coherence-ordered before b: the reference check's pairs (the
+  // incremental check reads positions, CohAt).
   bool Coh(int a, int b) const;
+#endif
   // Coh() from modification-order positions: a's write (aw) and the write
   // it read (ar), b's likewise; -1 where the event has none. Every test is
   // "a's position before b's", so it also holds for b's greatest positions
@@ -3152,6 +3154,7 @@ void Engine::DepthExceeded() {
        events_.empty() ? debug_info() : events_.back().info);
 }
 
+#ifdef RL_SC_CHECK
 // A coherence-ordered-before B (C++20 [intro.races]); positions make the
 // transitive closure of rf, mo and fr directly computable.
 bool Engine::Coh(int a, int b) const {
@@ -3160,6 +3163,7 @@ bool Engine::Coh(int a, int b) const {
   const Event& B = events_[b];
   return CohAt(WritePos(A), ReadPos(A), WritePos(B), ReadPos(B));
 }
+#endif
 
 // C++20 [atomics.order]/4: a total order S on SC operations and fences must
 // exist. Its required edges A -> B (A precedes B in S):
