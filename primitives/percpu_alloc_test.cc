@@ -383,7 +383,9 @@ class AddressOnlySource : public MemorySource {
   Status Unmap(void*, size_t) override { return Status::Ok(); }
   Status Commit(void*, size_t) override { return Status::Ok(); }
   Status Decommit(void*, size_t) override { return Status::Ok(); }
-  uintptr_t next_ = uintptr_t{1} << 40;
+  // 1 TiB; the case is skipped on 32-bit targets, where the cast keeps
+  // the constant from overflowing (-Wshift-count-overflow).
+  uintptr_t next_ = static_cast<uintptr_t>(uint64_t{1} << 40);
   int maps_ = 0;
 };
 

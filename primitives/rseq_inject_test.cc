@@ -53,10 +53,18 @@ struct alignas(64) PaddedSlot {
 
 void Nop(int) {}
 
+// Whether the injected x86_64 sequence is compiled here (the cases below
+// run only then).
+#if PERCPU_HAVE_RSEQ_ASM && defined(__x86_64__)
+constexpr bool kInjectedRseq = true;
+
 int NumSlots() {
   const long n = sysconf(_SC_NPROCESSORS_CONF);
   return n < 1 ? 1 : (n > 4096 ? 4096 : static_cast<int>(n));
 }
+#else
+constexpr bool kInjectedRseq = false;
+#endif
 
 // Runs `threads` adders for `millis` ms while a helper sends SIGUSR1 to
 // them; returns the exact sum the adders intended.
@@ -140,7 +148,10 @@ TEST_CASE("the kernel restarts the rseq add; totals stay exact") {
 #endif
 }
 
-TEST_CASE("negative control: the same window without rseq loses updates") {
+// Without the injected sequence there is nothing to control: reported as
+// skipped, not as a pass.
+TEST_CASE("negative control: the same window without rseq loses updates" *
+          doctest::skip(!kInjectedRseq)) {
 #if PERCPU_HAVE_RSEQ_ASM && defined(__x86_64__)
   const int n = NumSlots();
   std::vector<PaddedSlot> slots(static_cast<size_t>(n));
@@ -161,7 +172,7 @@ TEST_CASE("negative control: the same window without rseq loses updates") {
                            << " updates lost");
   CHECK(sum < expected);
 #else
-  CHECK(true == true);
+  FAIL("run without the injected rseq sequence (doctest --no-skip)");
 #endif
 }
 
