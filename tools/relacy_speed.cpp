@@ -14,14 +14,22 @@
 //                             fetch_adds each on one counter, seq_cst (the
 //                             dialect's default order): a chain of RMWs
 //   counter-relaxed random N  the same with relaxed fetch_adds
+//   cas-counter random N      N random iterations of three threads bumping
+//                             one counter 3 times each by CAS loops
 //   peterson random N         N random iterations of Peterson's lock, every
 //                             access in the default order (seq_cst)
+//   mailbox random N          N random iterations of two publishers, each
+//                             writing its plain data and then a release
+//                             flag, and two readers spinning (acquire
+//                             load, yield) on one flag each before reading
+//                             the data
 //
 // Prints the executions run on a line of its own ("executions N"), then
 // the retries their loops made ("retries N": the seqcount's reader tries
-// after the first, Peterson's waits, the CAS loop's failed CASes), so the
-// length of the executions each checker samples can be compared (random
-// searches only; counted in the calling process, so 0 for a forked one).
+// after the first, Peterson's and the mailbox readers' waits, the CAS
+// loop's failed CASes), so the length of the executions each checker
+// samples can be compared (random searches only; counted in the calling
+// process, so 0 for a forked one).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +129,31 @@ struct Peterson : rl::test_suite<Peterson, 2> {
   }
 };
 
+// Publication, the shape of most Relacy tests: threads 0 and 1 each write
+// their rl::var and then set their flag (release); threads 2 and 3 each
+// spin on one flag (acquire load, yield) and then read that data.
+struct Mailbox : rl::test_suite<Mailbox, 4> {
+  rl::atomic<int> flag[2];
+  rl::var<int> data[2];
+  void before() {
+    flag[0]($) = 0;
+    flag[1]($) = 0;
+  }
+  void thread(unsigned i) {
+    if (i < 2) {
+      data[i]($) = 42;
+      flag[i]($).store(1, rl::memory_order_release);
+      return;
+    }
+    const unsigned k = i - 2;
+    while (flag[k]($).load(rl::memory_order_acquire) == 0) {
+      CountRetry();
+      rl::yield(1, $);
+    }
+    RL_ASSERT(data[k]($) == 42);
+  }
+};
+
 // A counter bumped by CAS loops, as lock-free code retries: each thread
 // reads, then tries to swap in the next value until no other thread got
 // there first.
@@ -193,6 +226,8 @@ int main(int argc, char** argv) {
     return Run<Counter<rl::memory_order_relaxed>>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "cas-counter") == 0 && !full)
     return Run<CasCounter>(false, n, seed, jobs);
+  if (std::strcmp(argv[1], "mailbox") == 0 && !full)
+    return Run<Mailbox>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "peterson") == 0 && !full)
     return Run<Peterson>(false, n, seed, jobs);
   std::fprintf(stderr, "unknown program %s %s\n", argv[1], argv[2]);

@@ -17,15 +17,20 @@
 #   iterations of a counter incremented by four threads (seq_cst and
 #   relaxed fetch_adds: chains of RMWs), of a counter three threads bump
 #   by CAS loops (failed tries), and 5,000 of Peterson's lock in the
-#   dialect's default order (seq_cst);
+#   dialect's default order (seq_cst), and 20,000 of the mailbox (two
+#   readers spinning on published flags);
+# * every program's random search side by side: PROGRAM_ROUNDS rounds
+#   (real Relacy and this checker in turn) of PROGRAM_ITERATIONS
+#   iterations, the medians and their ratio;
 # * retries per execution on each side (100,000 random iterations of the
-#   seqcount, the CAS loop and Peterson's lock): how long the executions
-#   each checker samples are.
+#   seqcount, the CAS loop, Peterson's lock and the mailbox): how long the
+#   executions each checker samples are.
 #
 #   tools/relacy_speed.sh /path/to/relacy [workdir]
 #
 # Env: CXX (g++), CXXFLAGS (-O2), ROUNDS (8), ITERATIONS (1000000), FULL (0),
-# JOBS (nproc: the forked random search's processes, timed as a third side).
+# JOBS (nproc: the forked random search's processes, timed as a third side),
+# PROGRAM_ROUNDS (5), PROGRAM_ITERATIONS (200000).
 # Nothing of Relacy is copied into the project: both builds happen in the
 # workdir. Run on a quiet machine; docs/verification.md, "Speed against
 # Relacy", has the figures measured so.
@@ -40,6 +45,8 @@ ROUNDS=${ROUNDS:-8}
 ITERATIONS=${ITERATIONS:-1000000}
 FULL=${FULL:-0}
 JOBS=${JOBS:-$(nproc)}
+PROGRAM_ROUNDS=${PROGRAM_ROUNDS:-5}
+PROGRAM_ITERATIONS=${PROGRAM_ITERATIONS:-200000}
 
 if [[ -e $WORK && ! -e $WORK/.relacy_speed ]]; then
   echo "$WORK exists and is not a workdir of this script; not removing it" >&2
@@ -117,11 +124,33 @@ else
   echo "  real: not run (FULL=1 runs it: about 40 s)"
 fi
 
+# Every program's random search, one process each side, the two sides in
+# turn (which goes first alternates from round to round).
+echo "random search, each program, $PROGRAM_ITERATIONS iterations, $PROGRAM_ROUNDS rounds (median seconds):"
+for p in seqcount mailbox counter counter-relaxed cas-counter peterson; do
+  : >"$WORK/prog.real"
+  : >"$WORK/prog.ours"
+  for ((r = 1; r <= PROGRAM_ROUNDS; ++r)); do
+    if ((r % 2)); then order=(real ours); else order=(ours real); fi
+    for side in "${order[@]}"; do
+      case $side in
+        real) cmd=("$WORK/real" "$p" random "$PROGRAM_ITERATIONS" "$r") ;;
+        ours) cmd=("$WORK/ours" "$p" random "$PROGRAM_ITERATIONS" "$r" 1) ;;
+      esac
+      s=$(seconds "${cmd[@]}") || { echo "$p: $side failed"; exit 1; }
+      echo "$s" >>"$WORK/prog.$side"
+    done
+  done
+  real_p=$(median <"$WORK/prog.real")
+  ours_p=$(median <"$WORK/prog.ours")
+  echo "  $p: real $real_p, ours $ours_p; ours / real = $(ratio "$ours_p" "$real_p")"
+done
+
 # How long the executions each side samples are: the loops' retries (the
-# seqcount's reader, the CAS loop's failed CASes, Peterson's waits) per
-# execution, one process each.
+# seqcount's reader, the CAS loop's failed CASes, Peterson's and the
+# mailbox readers' waits) per execution, one process each.
 echo "retries per execution (100,000 random iterations, one process):"
-for p in seqcount cas-counter peterson; do
+for p in seqcount cas-counter peterson mailbox; do
   line="  $p:"
   for side in real ours; do
     case $side in
@@ -148,6 +177,7 @@ if command -v valgrind >/dev/null; then
       echo "  $side: $c 5,000 random iterations $(instr "$WORK/$side" "$c" random 5000 1)"
     done
     echo "  $side: peterson 5,000 random iterations $(instr "$WORK/$side" peterson random 5000 1)"
+    echo "  $side: mailbox 20,000 random iterations $(instr "$WORK/$side" mailbox random 20000 1)"
   done
 else
   echo "instructions: valgrind not installed, not counted"
