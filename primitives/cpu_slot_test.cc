@@ -312,7 +312,23 @@ void OnSignal(int) {
   g_handler_adds.fetch_add(1000, std::memory_order_relaxed);
 }
 
-TEST_CASE("signals during adds (SIGALRM timer + targeted SIGUSR1): exact") {
+// tools/run_i686.sh sets PERCPU_QEMU_I386 where it runs the i686 tests
+// under qemu-i386 (Debian 12: QEMU 7.2). There a thread of this case's
+// process crashed in glibc's thread-exit path (SIGSEGV at the exit syscall
+// or at the madvise of its own stack, both reached through its TLS) in 4
+// of 60 runs, two processes at a time; never without the signals (0 of 50
+// for the many-threads case), and never in the native or the other
+// emulated lanes. QEMU's user mode had a crash mixing signals and threads
+// (launchpad bug 1907969, still in 6.1, reported gone in 9.0). So the case
+// is skipped there, reported as skipped; it runs wherever run_i686.sh can
+// run the i686 tests natively.
+bool UnderQemuI386() {
+  const char* e = std::getenv("PERCPU_QEMU_I386");
+  return e != nullptr && *e != '\0';
+}
+
+TEST_CASE("signals during adds (SIGALRM timer + targeted SIGUSR1): exact" *
+          doctest::skip(UnderQemuI386())) {
   StatusOr<std::unique_ptr<CpuSlotCounter>> c =
       CpuSlotCounter::Create(NumSlots());
   REQUIRE(c.ok());
