@@ -3958,10 +3958,10 @@ size_t Engine::DrawDirectIndex(unsigned t, const DirectRange& r) {
   const Loc& l = locs_[th.op.loc];
   const int last = l.last_acc[t];
   if (last < 0 || events_[last].idx > th.yield_idx) return rng_.Below(r.n);
-  // The newest write the thread saw: its own for a store or an RMW (which
-  // comes right after the write it read), else the one it read.
+  // The newest write the thread saw: its own or the one it read,
+  // whichever is later (an RMW's own comes right after the one it read).
   const Event& e = events_[last];
-  const int seen = e.writes ? e.mo_pos : events_[e.rf].mo_pos;
+  const int seen = std::max(WritePos(e), ReadPos(e));
   // Newest first: indices below `newer` are the writes after the one seen.
   // (Every coherent write is newer where the thread has since learned of a
   // newer one through happens-before: newer >= r.n.)
