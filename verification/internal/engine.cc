@@ -375,6 +375,15 @@ bool AwaitReadable(const Pending& op, const Event& w) {
 // nothing. The high half of the 64x64 product is computed in 32-bit halves
 // where there is no 128-bit integer (32-bit targets): the same draws on
 // every target, so a seed's run does not depend on the target.
+// Set bits of x, without the popcnt instruction (not in the baseline x86-64
+// target): a sum of bit counts in ever wider fields.
+inline unsigned PopCount(uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555u;
+  x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+  return static_cast<unsigned>((x * 0x0101010101010101u) >> 56);
+}
+
 class SplitMix64 {
  public:
   void seed(uint64_t s) { state_ = s; }
@@ -918,10 +927,11 @@ class Engine {
   // The schedulable thread running on through identical spin iterations
   // (it goes first and alone), or -1.
   int RunningOnThread() const {
-    for (unsigned t = 0; t < n_; ++t)
-      if (Schedulable(t) && threads_[t].continuing != 0)
-        return static_cast<int>(t);
-    return -1;
+#ifdef RL_SC_CHECK
+    CheckBits();
+#endif
+    const uint64_t on = sched_mask_ & continuing_mask_;
+    return on == 0 ? -1 : __builtin_ctzll(on);
   }
   void RunningOnActions(unsigned t, std::vector<Action>* out);
   void RunningOnOrAll(unsigned t, std::vector<Action>* out);
@@ -955,6 +965,21 @@ class Engine {
     std::memcpy(&want, kSchedulable, 4);
     return flags == want;
   }
+  // Brings thread t's bits of the masks up to date with its fields (the
+  // main thread, n_, has none).
+  void SyncBits(unsigned t) {
+    if (t >= n_) return;
+    const ThreadState& th = threads_[t];
+    const uint64_t bit = uint64_t{1} << t;
+    sched_mask_ = Schedulable(t) ? sched_mask_ | bit : sched_mask_ & ~bit;
+    blocked_mask_ = th.blocked ? blocked_mask_ | bit : blocked_mask_ & ~bit;
+    continuing_mask_ =
+        th.continuing != 0 ? continuing_mask_ | bit : continuing_mask_ & ~bit;
+    released_mask_ = th.released ? released_mask_ | bit : released_mask_ & ~bit;
+  }
+#ifdef RL_SC_CHECK
+  void CheckBits() const;
+#endif
   // Thread t waits (Pending::await) and no write ends the wait, deferral
   // constraint aside: it has no action until its location is written.
   // Running another thread instead defers no read.
@@ -1173,6 +1198,15 @@ class Engine {
 
   // Search state.
   Mode mode_ = Mode::kDfs;
+  // Test thread t's scheduling state as bit t of a mask: Schedulable(),
+  // blocked, running on (continuing != 0), released. Kept by SyncBits()
+  // after every change of those fields, so a draw picks a thread without
+  // a pass over every thread's state (each ThreadState is over 1 KB
+  // apart): with five threads that pass was 10% of a random run's
+  // instructions, as Relacy keeps its runnable threads in a list. Checked
+  // against the fields under RL_SC_CHECK (CheckBits).
+  uint64_t sched_mask_ = 0, blocked_mask_ = 0, continuing_mask_ = 0,
+           released_mask_ = 0;
   // A random run, or the replay of one: interleavings are sampled, with no
   // canonical-order deferral and no redundancy pruning of spins (the state
   // string's "r2:" tag carries it to the replay).
@@ -1418,9 +1452,15 @@ void ThreadEntry() {
   t_user = kEngine;
   th.finished = true;
   th.pending = false;
+  e->sched_mask_ &= ~(uint64_t{1} << t);  // SyncBits(t): only this bit
   // Threads joining this one may go on.
-  for (ThreadState& o : e->threads_)
-    if (o.join_target == static_cast<int>(t)) o.blocked = false;
+  for (unsigned j = 0; j < e->threads_.size(); ++j) {
+    ThreadState& o = e->threads_[j];
+    if (o.join_target == static_cast<int>(t)) [[unlikely]] {
+      o.blocked = false;
+      e->SyncBits(j);
+    }
+  }
   // A finished thread's fake stack (ASan) is released: save nullptr.
   AsanStartSwitch(nullptr, e->sched_bottom_, e->sched_size_);
 #ifdef RL_FAST_SWITCH
@@ -2648,7 +2688,7 @@ void Engine::StartThread(unsigned t) {
   frame[9] = 0;
   frame[10] = 0;
   th.sp = frame;
-  th.started = true;
+  th.started = true;  // no bit changes: not pending yet
   Resume(t);
   return;
 #endif
@@ -2657,7 +2697,7 @@ void Engine::StartThread(unsigned t) {
   th.uc.uc_stack.ss_size = kStackSize;
   th.uc.uc_link = &sched_uc_;
   makecontext(&th.uc, ThreadEntry, 0);
-  th.started = true;
+  th.started = true;  // no bit changes: not pending yet
   Resume(t);
 }
 
@@ -3107,9 +3147,10 @@ void Engine::Commit(unsigned t, const Built& b) {
       // A read the previous iteration did not make means the loop was
       // left: ordinary scheduling again.
       size_t k = th.cur_reads.size();
-      if (k >= th.prev_reads.size() || th.prev_reads[k].loc != e.loc)
+      if (k >= th.prev_reads.size() || th.prev_reads[k].loc != e.loc) {
         th.continuing = 0;
-      else if (th.prev_reads[k].rf != e.rf)
+        SyncBits(t);
+      } else if (th.prev_reads[k].rf != e.rf)
         Prune();
     }
     th.cur_reads.push_back({e.loc, e.rval, SpinSource(e)});
@@ -3130,13 +3171,22 @@ void Engine::Commit(unsigned t, const Built& b) {
 // only adds executions that differ by redundant spin iterations
 // (docs/verification.md, "Spin loops": independent writers).
 void Engine::AfterWrite(unsigned t, int loc) {
+#ifdef RL_SC_CHECK
+  CheckBits();
+#endif
   threads_[t].iter_wrote = true;
   threads_[t].continuing = 0;
+  if (t < n_) continuing_mask_ &= ~(uint64_t{1} << t);  // SyncBits(t)
   stalled_ = false;
-  for (unsigned i = 0; i < n_; ++i) {
+  if (released_mask_ != 0) [[unlikely]] {
+    for (uint64_t m = released_mask_; m != 0; m &= m - 1)
+      threads_[__builtin_ctzll(m)].released = false;
+    released_mask_ = 0;
+  }
+  const uint64_t others = t < n_ ? ~(uint64_t{1} << t) : ~uint64_t{0};
+  for (uint64_t m = blocked_mask_ & others; m != 0; m &= m - 1) {
+    const unsigned i = static_cast<unsigned>(__builtin_ctzll(m));
     ThreadState& th = threads_[i];
-    th.released = false;
-    if (i == t || !th.blocked) continue;
     bool wake = th.sync_wait && (th.wait_loc < 0 || th.wait_loc == loc);
     for (size_t k = 0; !wake && k < th.prev_reads.size(); ++k)
       wake = th.prev_reads[k].loc == loc;
@@ -3144,6 +3194,7 @@ void Engine::AfterWrite(unsigned t, int loc) {
       th.blocked = false;
       // A wait made blocked by RunOne looks again: no sync wait any more.
       if (th.op.await) th.sync_wait = false;
+      SyncBits(i);
     }
   }
 }
@@ -3970,6 +4021,25 @@ size_t Engine::DrawDirectIndex(unsigned t, const DirectRange& r) {
   return rng_.Below(newer);
 }
 
+#ifdef RL_SC_CHECK
+void Engine::CheckBits() const {
+  for (unsigned t = 0; t < n_; ++t) {
+    const ThreadState& th = threads_[t];
+    const auto bit = [t](uint64_t m) { return (m >> t & 1) != 0; };
+    if (bit(sched_mask_) != Schedulable(t) ||
+        bit(blocked_mask_) != th.blocked ||
+        bit(continuing_mask_) != (th.continuing != 0) ||
+        bit(released_mask_) != th.released) {
+      std::fprintf(stderr,
+                   "RL_SC_CHECK: thread %u's scheduling bits do not match its "
+                   "state\n",
+                   t);
+      std::abort();
+    }
+  }
+}
+#endif
+
 // A sampled run's scheduling decision, recorded as "r4:": a thread first,
 // each schedulable one with the same chance, then one of its coherent
 // actions; only the drawn thread's actions are enumerated and only the
@@ -3984,24 +4054,23 @@ size_t Engine::DrawDirectIndex(unsigned t, const DirectRange& r) {
 // replay takes both without probing.
 bool Engine::DrawThreadFirst(Action* out) {
   // The schedulable threads as a bit per thread id (n_ < kMaxThreads <= 65:
-  // at most 64 test threads), or only the one running on
-  // (RunningOnThread(), in the same pass).
+  // at most 64 test threads), or only the lowest one running on
+  // (RunningOnThread()).
   static_assert(kMaxThreads <= 65, "one bit per test thread");
-  // Bits are counted by loops: the baseline x86-64 target has no popcnt
-  // instruction (__builtin_popcountll is a library call there).
-  uint64_t schedulable = 0;
-  size_t count = 0;
-  for (unsigned t = 0; t < n_; ++t) {
-    if (!Schedulable(t)) continue;
-    if (threads_[t].continuing != 0) {
-      schedulable = uint64_t{1} << t;
-      count = 1;
-      break;
-    }
-    schedulable |= uint64_t{1} << t;
-    ++count;
+#ifdef RL_SC_CHECK
+  CheckBits();
+#endif
+  uint64_t schedulable = sched_mask_;
+  size_t count;
+  if (const uint64_t on = schedulable & continuing_mask_; on != 0) {
+    schedulable = on & (~on + 1);
+    count = 1;
+  } else {
+    count = PopCount(schedulable);
   }
-  // The thread with the k-th lowest id among `among`.
+  // The thread with the k-th lowest id among `among` (bits are counted by
+  // loops and PopCount(): the baseline x86-64 target has no popcnt
+  // instruction, and __builtin_popcountll is a library call there).
   auto nth_thread = [](uint64_t among, size_t k) {
     for (; k > 0; --k) among &= among - 1;
     return static_cast<unsigned>(__builtin_ctzll(among));
@@ -4120,6 +4189,7 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
   if (skipped) ++skips_;
   ThreadState& th = threads_[t];
   th.pending = false;
+  if (t < n_) sched_mask_ &= ~(uint64_t{1} << t);  // SyncBits(t), one bit
   if (th.op.kind != OpKind::kResume) {
     Built& b = built_;
     PlaceEvent(t, a, b);
@@ -4237,6 +4307,9 @@ uint64_t Engine::Op() {
   const Pending& op = th.op;
   CheckInitialized(op);
   MarkPending(th);
+  // The running thread is started, not finished and not blocked: pending,
+  // it is schedulable (SyncBits() for the one bit that changed).
+  if (in_thread_) sched_mask_ |= uint64_t{1} << cur_;
   if (in_thread_) {
     if (!StepInThread()) SwitchToScheduler();
   } else {
@@ -4449,6 +4522,17 @@ void Engine::SystemFence(const debug_info& info) {
 void Engine::Yield(const debug_info& info, uintptr_t cfa) {
   ThreadState& th = threads_[cur_];
   if (!in_thread_) return;
+  // Every way out has the masks match the fields it changed (continuing).
+  struct SyncOnExit {
+    Engine* e;
+    unsigned t;
+    ~SyncOnExit() {
+      const uint64_t bit = uint64_t{1} << t;
+      e->continuing_mask_ = e->threads_[t].continuing != 0
+                                ? e->continuing_mask_ | bit
+                                : e->continuing_mask_ & ~bit;
+    }
+  } sync_on_exit{this, cur_};
   CheckDepth();  // a yield is a step: a loop of bare yields ends
   if (sampling_) th.yield_idx = th.idx;  // DrawDirectIndex
   bool same = th.has_prev && !th.iter_wrote && th.cur_reads == th.prev_reads;
@@ -4594,6 +4678,7 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
   th.spin_waited = true;
   th.op = ResumeOp(debug_info());
   th.pending = true;
+  SyncBits(cur_);
   SwitchToScheduler();
 }
 
@@ -4721,12 +4806,14 @@ bool Engine::WaitBlocked(const debug_info& info, bool on_last_read,
   th.prev_reads.clear();
   th.has_prev = false;
   th.continuing = 0;
+  SyncBits(cur_);
   if (stale) return true;
   th.blocked = true;
   th.sync_wait = true;
   th.op = ResumeOp(info);
   th.op.await_cond.timed = timed;  // TimeOutAWait may end it
   th.pending = true;
+  SyncBits(cur_);
   SwitchToScheduler();
   th.sync_wait = false;
   return true;
@@ -4777,6 +4864,7 @@ void* Engine::JoinThread(int handle, const debug_info& info) {
     th.wait_loc = -1;  // the target's end writes nothing
     th.op = ResumeOp(info);
     th.pending = true;
+    SyncBits(cur_);
     SwitchToScheduler();
     th.sync_wait = false;
     th.join_target = -1;
@@ -4821,6 +4909,7 @@ bool Engine::TimeOutAWait() {
   }
   th.op = ResumeOp(th.op.info);
   th.blocked = false;
+  SyncBits(t);
   th.sync_wait = false;
   th.constraint = 0;
   th.result = 0;
@@ -4861,6 +4950,7 @@ bool Engine::AllBlocked() {
     if (th.finished || !th.blocked || th.sync_wait) continue;
     th.blocked = false;
     th.released = true;
+    SyncBits(t);
   }
   return true;
 }
@@ -5318,6 +5408,7 @@ void Engine::ResetExecution() {
     th.cur_reads.clear();
     th.prev_reads.clear();
   }
+  sched_mask_ = blocked_mask_ = continuing_mask_ = released_mask_ = 0;
   cur_ = n_;
   in_thread_ = false;
   threads_started_ = false;
@@ -5394,6 +5485,7 @@ Engine::Outcome Engine::RunOne() {
             th.blocked = true;
             th.sync_wait = true;
             th.wait_loc = th.op.loc;
+            SyncBits(t);
           }
           if (!th.blocked) any_runnable = true;
         }
