@@ -1232,6 +1232,43 @@ TEST_CASE("search: a re-read after a yield prefers a newer write, not only") {
   CHECK(stale < 0.25);
 }
 
+// A weak CAS whose only coherent write matches: two actions, success and
+// a spurious failure.
+struct WeakCasOnce : rl::test_suite<WeakCasOnce, 1> {
+  rl::atomic<int> x{0};
+  void thread(unsigned) {
+    int expected = 0;
+    ++Counts()[x.compare_exchange_weak(expected, 1, rl::mo_relaxed) ? 0 : 1];
+  }
+  static std::array<int, 2>& Counts() {  // {success, spurious failure}
+    static std::array<int, 2> c{};
+    return c;
+  }
+};
+TEST_CASE("search: a CAS prefers its newest write's first action, not only") {
+  WeakCasOnce::Counts() = {};
+  rl::test_params full;
+  full.search_type = rl::sched_full;
+  full.print_summary = false;
+  CHECK(rl::simulate<WeakCasOnce>(full));
+  CHECK(WeakCasOnce::Counts()[0] > 0);
+  CHECK(WeakCasOnce::Counts()[1] > 0);
+  // The random search: success with probability 3/4 (1/2, then half of a
+  // uniform draw), not 1/2; and a spurious failure still (Relacy: 1/4).
+  WeakCasOnce::Counts() = {};
+  rl::test_params p;
+  p.print_summary = false;
+  p.seed = 3;
+  p.iteration_count = 4000;
+  CHECK(rl::simulate<WeakCasOnce>(p));
+  const std::array<int, 2> c = WeakCasOnce::Counts();
+  MESSAGE("success " << c[0] << ", spurious failure " << c[1]);
+  REQUIRE(c[0] + c[1] >= 4000);
+  const double success = static_cast<double>(c[0]) / (c[0] + c[1]);
+  CHECK(success > 0.7);
+  CHECK(success < 0.8);
+}
+
 // ------------------------------------------------------------ results
 
 struct FailsAtOnce : rl::test_suite<FailsAtOnce, 1> {

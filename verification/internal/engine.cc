@@ -4002,8 +4002,22 @@ __attribute__((always_inline)) inline bool Engine::DrawAllowed(
 // tools/relacy_speed.cpp's mailbox) were 5.37 uniform, 3.44 at 1/2, 2.89
 // at 3/4 and 2.56 at 15/16 (Relacy 2.12); 3/4 keeps a stale re-read at
 // one in eight where 15/16 leaves one in 32.
+//
+// A CAS takes its first action on the newest write (a success where the
+// value matches, else the failure reading it) with probability 1/2, and
+// any of its actions otherwise (a stale failure, a spurious one, that
+// success again). A uniform draw made a weak CAS on the newest write
+// succeed only once in 2 + (older coherent writes) tries, where Relacy's
+// CAS reads the newest value and fails spuriously once in four: a CAS
+// loop retried far more than it does. Measured (tries per execution, 5,000
+// random iterations of a three-thread Treiber-style stack pushing and
+// popping four nodes each with compare_exchange_weak): 76.8 uniform, 61.6
+// with this rule, Relacy 58.4; 2,000 iterations took 15% fewer
+// instructions. A bug that needs a stale or spurious failure is still
+// reached, at half its uniform rate.
 size_t Engine::DrawDirectIndex(unsigned t, const DirectRange& r) {
   const ThreadState& th = threads_[t];
+  if (r.n > 1 && th.op.kind == OpKind::kCas && rng_.Below(2) == 0) return 0;
   if (r.n <= 1 || th.yield_idx < 0 || th.op.kind != OpKind::kLoad)
     return rng_.Below(r.n);
   const Loc& l = locs_[th.op.loc];
