@@ -23,11 +23,24 @@
 //                             flag, and two readers spinning (acquire
 //                             load, yield) on one flag each before reading
 //                             the data
+//   spsc random N             N random iterations of a single-producer,
+//                             single-consumer ring of 4 slots passing 24
+//                             items (acquire/release indices, relaxed
+//                             slots; each side spins with a yield while
+//                             the ring is full or empty): long executions,
+//                             about 240 steps
+//   stats random N            N random iterations of four writers each
+//                             bumping its own slot 20 times (relaxed load
+//                             and store, one writer per slot) and a reader
+//                             folding the four slots 5 times: five threads
+//   stack random N            N random iterations of a Treiber-style stack
+//                             of 12 nodes: three threads each push 4 and
+//                             then pop 4 by compare_exchange_weak loops
 //
 // Prints the executions run on a line of its own ("executions N"), then
 // the retries their loops made ("retries N": the seqcount's reader tries
-// after the first, Peterson's and the mailbox readers' waits, the CAS
-// loop's failed CASes), so the length of the executions each checker
+// after the first, Peterson's, the mailbox readers' and the ring's waits,
+// the CAS loops' failed CASes), so the length of the executions each checker
 // samples can be compared (random searches only; counted in the calling
 // process, so 0 for a forked one).
 #include <cstdint>
@@ -154,6 +167,97 @@ struct Mailbox : rl::test_suite<Mailbox, 4> {
   }
 };
 
+// The ring of a per-CPU log or a work queue: the producer publishes a
+// slot by a release store of the tail, the consumer frees it by a release
+// store of the head; each waits (yield) while the ring is full or empty.
+struct Spsc : rl::test_suite<Spsc, 2> {
+  static constexpr unsigned kSlots = 4, kItems = 24;
+  rl::atomic<unsigned> head, tail;
+  rl::atomic<unsigned> slot[kSlots];
+  void before() {
+    head($) = 0;
+    tail($) = 0;
+    for (auto& s : slot) s($) = 0;
+  }
+  void thread(unsigned i) {
+    for (unsigned k = 1; k <= kItems; ++k) {
+      if (i == 0) {
+        const unsigned t = tail($).load(rl::memory_order_relaxed);
+        while (t - head($).load(rl::memory_order_acquire) == kSlots) {
+          CountRetry();
+          rl::yield(1, $);
+        }
+        slot[t % kSlots]($).store(k, rl::memory_order_relaxed);
+        tail($).store(t + 1, rl::memory_order_release);
+      } else {
+        const unsigned h = head($).load(rl::memory_order_relaxed);
+        while (tail($).load(rl::memory_order_acquire) == h) {
+          CountRetry();
+          rl::yield(1, $);
+        }
+        RL_ASSERT(slot[h % kSlots]($).load(rl::memory_order_relaxed) == k);
+        head($).store(h + 1, rl::memory_order_release);
+      }
+    }
+  }
+};
+
+// Per-CPU statistics: one writer per slot (a relaxed load and store, no
+// RMW), a reader summing every slot now and then.
+struct Stats : rl::test_suite<Stats, 5> {
+  static constexpr unsigned kWriters = 4, kBumps = 20, kFolds = 5;
+  rl::atomic<unsigned> slot[kWriters];
+  void before() {
+    for (auto& s : slot) s($) = 0;
+  }
+  void thread(unsigned i) {
+    if (i < kWriters) {
+      for (unsigned k = 0; k < kBumps; ++k) {
+        const unsigned v = slot[i]($).load(rl::memory_order_relaxed);
+        slot[i]($).store(v + 1, rl::memory_order_relaxed);
+      }
+      return;
+    }
+    for (unsigned r = 0; r < kFolds; ++r) {
+      unsigned sum = 0;
+      for (auto& s : slot) sum += s($).load(rl::memory_order_relaxed);
+      RL_ASSERT(sum <= kWriters * kBumps);
+    }
+  }
+};
+
+// A Treiber-style stack of node indices (next[] holds the links): each
+// thread pushes its four nodes, then pops four, by weak CAS loops.
+struct Stack : rl::test_suite<Stack, 3> {
+  static constexpr int kPerThread = 4;
+  rl::atomic<int> top;
+  rl::atomic<int> next[3 * kPerThread];
+  void before() {
+    top($) = -1;
+    for (auto& n : next) n($) = -1;
+  }
+  void thread(unsigned i) {
+    for (int k = 0; k < kPerThread; ++k) {
+      const int node = static_cast<int>(i) * kPerThread + k;
+      int t = top($).load(rl::memory_order_relaxed);
+      for (;;) {
+        next[node]($).store(t, rl::memory_order_relaxed);
+        if (top($).compare_exchange_weak(t, node, rl::memory_order_release,
+                                         rl::memory_order_relaxed))
+          break;
+        CountRetry();
+      }
+    }
+    for (int k = 0; k < kPerThread; ++k) {
+      int t = top($).load(rl::memory_order_acquire);
+      while (t >= 0 && !top($).compare_exchange_weak(
+                           t, next[t]($).load(rl::memory_order_relaxed),
+                           rl::memory_order_acquire, rl::memory_order_acquire))
+        CountRetry();
+    }
+  }
+};
+
 // A counter bumped by CAS loops, as lock-free code retries: each thread
 // reads, then tries to swap in the next value until no other thread got
 // there first.
@@ -163,9 +267,8 @@ struct CasCounter : rl::test_suite<CasCounter, 3> {
   void thread(unsigned) {
     for (int k = 0; k < 3; ++k) {
       unsigned v = count($).load(rl::memory_order_relaxed);
-      while (!count($).compare_exchange_strong(v, v + 1,
-                                               rl::memory_order_acq_rel,
-                                               rl::memory_order_relaxed)) {
+      while (!count($).compare_exchange_strong(
+          v, v + 1, rl::memory_order_acq_rel, rl::memory_order_relaxed)) {
         CountRetry();
       }
     }
@@ -203,8 +306,8 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(
         stderr,
-        "usage: %s seqcount|loads|counter|counter-relaxed|cas-counter|peterson "
-        "random N "
+        "usage: %s seqcount|loads|counter|counter-relaxed|cas-counter|peterson|"
+        "mailbox|spsc|stats|stack random N "
         "[SEED] | seqcount full\n",
         argv[0]);
     return 2;
@@ -230,6 +333,12 @@ int main(int argc, char** argv) {
     return Run<Mailbox>(false, n, seed, jobs);
   if (std::strcmp(argv[1], "peterson") == 0 && !full)
     return Run<Peterson>(false, n, seed, jobs);
+  if (std::strcmp(argv[1], "spsc") == 0 && !full)
+    return Run<Spsc>(false, n, seed, jobs);
+  if (std::strcmp(argv[1], "stats") == 0 && !full)
+    return Run<Stats>(false, n, seed, jobs);
+  if (std::strcmp(argv[1], "stack") == 0 && !full)
+    return Run<Stack>(false, n, seed, jobs);
   std::fprintf(stderr, "unknown program %s %s\n", argv[1], argv[2]);
   return 2;
 }

@@ -17,14 +17,16 @@
 #   iterations of a counter incremented by four threads (seq_cst and
 #   relaxed fetch_adds: chains of RMWs), of a counter three threads bump
 #   by CAS loops (failed tries), and 5,000 of Peterson's lock in the
-#   dialect's default order (seq_cst), and 20,000 of the mailbox (two
-#   readers spinning on published flags);
+#   dialect's default order (seq_cst), 20,000 of the mailbox (two
+#   readers spinning on published flags), and 2,000 of each long program
+#   (the SPSC ring, five threads' per-slot stats, the CAS stack);
 # * every program's random search side by side: PROGRAM_ROUNDS rounds
 #   (real Relacy and this checker in turn) of PROGRAM_ITERATIONS
-#   iterations, the medians and their ratio;
+#   iterations (a tenth for the long programs), the medians and their
+#   ratio;
 # * retries per execution on each side (100,000 random iterations of the
-#   seqcount, the CAS loop, Peterson's lock and the mailbox): how long the
-#   executions each checker samples are.
+#   seqcount, the CAS loop, Peterson's lock and the mailbox, 10,000 of the
+#   ring and the stack): how long the executions each checker samples are.
 #
 #   tools/relacy_speed.sh /path/to/relacy [workdir]
 #
@@ -127,15 +129,19 @@ fi
 # Every program's random search, one process each side, the two sides in
 # turn (which goes first alternates from round to round).
 echo "random search, each program, $PROGRAM_ITERATIONS iterations, $PROGRAM_ROUNDS rounds (median seconds):"
-for p in seqcount mailbox counter counter-relaxed cas-counter peterson; do
+for p in seqcount mailbox counter counter-relaxed cas-counter peterson spsc stats stack; do
   : >"$WORK/prog.real"
   : >"$WORK/prog.ours"
+  # The long programs (about 200 steps an execution, ten times the others)
+  # run a tenth of the iterations.
+  n=$PROGRAM_ITERATIONS
+  case $p in spsc | stats | stack) n=$((PROGRAM_ITERATIONS / 10)) ;; esac
   for ((r = 1; r <= PROGRAM_ROUNDS; ++r)); do
     if ((r % 2)); then order=(real ours); else order=(ours real); fi
     for side in "${order[@]}"; do
       case $side in
-        real) cmd=("$WORK/real" "$p" random "$PROGRAM_ITERATIONS" "$r") ;;
-        ours) cmd=("$WORK/ours" "$p" random "$PROGRAM_ITERATIONS" "$r" 1) ;;
+        real) cmd=("$WORK/real" "$p" random "$n" "$r") ;;
+        ours) cmd=("$WORK/ours" "$p" random "$n" "$r" 1) ;;
       esac
       s=$(seconds "${cmd[@]}") || { echo "$p: $side failed"; exit 1; }
       echo "$s" >>"$WORK/prog.$side"
@@ -143,21 +149,23 @@ for p in seqcount mailbox counter counter-relaxed cas-counter peterson; do
   done
   real_p=$(median <"$WORK/prog.real")
   ours_p=$(median <"$WORK/prog.ours")
-  echo "  $p: real $real_p, ours $ours_p; ours / real = $(ratio "$ours_p" "$real_p")"
+  echo "  $p ($n iterations): real $real_p, ours $ours_p; ours / real = $(ratio "$ours_p" "$real_p")"
 done
 
 # How long the executions each side samples are: the loops' retries (the
 # seqcount's reader, the CAS loop's failed CASes, Peterson's and the
 # mailbox readers' waits) per execution, one process each.
-echo "retries per execution (100,000 random iterations, one process):"
-for p in seqcount cas-counter peterson mailbox; do
+echo "retries per execution (100,000 random iterations; spsc and stack 10,000; one process):"
+for p in seqcount cas-counter peterson mailbox spsc stack; do
   line="  $p:"
+  n=100000
+  case $p in spsc | stack) n=10000 ;; esac
   for side in real ours; do
     case $side in
-      real) "$WORK/real" "$p" random 100000 1 >"$WORK/last.out" ;;
-      ours) "$WORK/ours" "$p" random 100000 1 1 >"$WORK/last.out" ;;
+      real) "$WORK/real" "$p" random $n 1 >"$WORK/last.out" ;;
+      ours) "$WORK/ours" "$p" random $n 1 1 >"$WORK/last.out" ;;
     esac
-    line+=" $side $(reported retries | awk '{printf "%.3f", $1 / 100000}')"
+    line+=" $side $(reported retries | awk -v n=$n '{printf "%.3f", $1 / n}')"
   done
   echo "$line"
 done
@@ -178,6 +186,9 @@ if command -v valgrind >/dev/null; then
     done
     echo "  $side: peterson 5,000 random iterations $(instr "$WORK/$side" peterson random 5000 1)"
     echo "  $side: mailbox 20,000 random iterations $(instr "$WORK/$side" mailbox random 20000 1)"
+    for c in spsc stats stack; do
+      echo "  $side: $c 2,000 random iterations $(instr "$WORK/$side" "$c" random 2000 1)"
+    done
   done
 else
   echo "instructions: valgrind not installed, not counted"
