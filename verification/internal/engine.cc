@@ -365,6 +365,15 @@ bool AwaitReadable(const Pending& op, const Event& w) {
          (op.kind != OpKind::kRmw || w.rmw_reader < 0);
 }
 
+// Set bits of x, without the popcnt instruction (not in the baseline x86-64
+// target): one iteration per bit, as a mask of threads has few (a sum of
+// bit counts in ever wider fields cost 18 instructions a draw, callgrind).
+inline unsigned PopCount(uint64_t x) {
+  unsigned n = 0;
+  for (; x != 0; x &= x - 1) ++n;
+  return n;
+}
+
 // The random search's generator: SplitMix64 (Steele, Lea and Flood,
 // "Fast splittable pseudorandom number generators", OOPSLA 2014), a few
 // instructions per draw against about 47 for std::mt19937_64 (callgrind, a
@@ -375,15 +384,6 @@ bool AwaitReadable(const Pending& op, const Event& w) {
 // nothing. The high half of the 64x64 product is computed in 32-bit halves
 // where there is no 128-bit integer (32-bit targets): the same draws on
 // every target, so a seed's run does not depend on the target.
-// Set bits of x, without the popcnt instruction (not in the baseline x86-64
-// target): one iteration per bit, as a mask of threads has few (a sum of
-// bit counts in ever wider fields cost 18 instructions a draw, callgrind).
-inline unsigned PopCount(uint64_t x) {
-  unsigned n = 0;
-  for (; x != 0; x &= x - 1) ++n;
-  return n;
-}
-
 class SplitMix64 {
  public:
   void seed(uint64_t s) { state_ = s; }
