@@ -520,7 +520,6 @@ struct ThreadVars {
   bool sync_wait = false;  // blocked in a mutex / condition variable wait
   int wait_loc = -1;       // sync_wait: woken only by a write here (>= 0)
   int spurious_loc = -1;   // last CAS on this location failed spuriously
-  bool released = false;   // resumed with nobody able to write
   // The thread's last iteration repeated the one before it while a newer
   // write existed (stale) and changed the thread's own state (a count of
   // tries): the branch in which it waits for that write runs on, and its
@@ -965,17 +964,18 @@ class Engine {
     std::memcpy(&want, kSchedulable, 4);
     return flags == want;
   }
+  static void SetBit(uint64_t* mask, unsigned t, bool on) {
+    const uint64_t bit = uint64_t{1} << t;
+    *mask = on ? *mask | bit : *mask & ~bit;
+  }
   // Brings thread t's bits of the masks up to date with its fields (the
   // main thread, n_, has none).
   void SyncBits(unsigned t) {
     if (t >= n_) return;
     const ThreadState& th = threads_[t];
-    const uint64_t bit = uint64_t{1} << t;
-    sched_mask_ = Schedulable(t) ? sched_mask_ | bit : sched_mask_ & ~bit;
-    blocked_mask_ = th.blocked ? blocked_mask_ | bit : blocked_mask_ & ~bit;
-    continuing_mask_ =
-        th.continuing != 0 ? continuing_mask_ | bit : continuing_mask_ & ~bit;
-    released_mask_ = th.released ? released_mask_ | bit : released_mask_ & ~bit;
+    SetBit(&sched_mask_, t, Schedulable(t));
+    SetBit(&blocked_mask_, t, th.blocked);
+    SetBit(&continuing_mask_, t, th.continuing != 0);
   }
 #ifdef RL_SC_CHECK
   void CheckBits() const;
@@ -1199,8 +1199,9 @@ class Engine {
   // Search state.
   Mode mode_ = Mode::kDfs;
   // Test thread t's scheduling state as bit t of a mask: Schedulable(),
-  // blocked, running on (continuing != 0), released. Kept by SyncBits()
-  // after every change of those fields, so a draw picks a thread without
+  // blocked, running on (continuing != 0), kept by SyncBits() after every
+  // change of those fields; and released (resumed with nobody able to
+  // write, AllBlocked(); no field of its own). So a draw picks a thread without
   // a pass over every thread's state (each ThreadState is over 1 KB
   // apart): with five threads that pass was 10% of a random run's
   // instructions, as Relacy keeps its runnable threads in a list. Checked
@@ -1452,7 +1453,7 @@ void ThreadEntry() {
   t_user = kEngine;
   th.finished = true;
   th.pending = false;
-  e->sched_mask_ &= ~(uint64_t{1} << t);  // SyncBits(t): only this bit
+  Engine::SetBit(&e->sched_mask_, t, false);  // SyncBits(t): only this bit
   // Threads joining this one may go on.
   for (unsigned j = 0; j < e->threads_.size(); ++j) {
     ThreadState& o = e->threads_[j];
@@ -3176,13 +3177,9 @@ void Engine::AfterWrite(unsigned t, int loc) {
 #endif
   threads_[t].iter_wrote = true;
   threads_[t].continuing = 0;
-  if (t < n_) continuing_mask_ &= ~(uint64_t{1} << t);  // SyncBits(t)
+  if (t < n_) SetBit(&continuing_mask_, t, false);  // SyncBits(t), one bit
   stalled_ = false;
-  if (released_mask_ != 0) [[unlikely]] {
-    for (uint64_t m = released_mask_; m != 0; m &= m - 1)
-      threads_[__builtin_ctzll(m)].released = false;
-    released_mask_ = 0;
-  }
+  released_mask_ = 0;
   const uint64_t others = t < n_ ? ~(uint64_t{1} << t) : ~uint64_t{0};
   for (uint64_t m = blocked_mask_ & others; m != 0; m &= m - 1) {
     const unsigned i = static_cast<unsigned>(__builtin_ctzll(m));
@@ -4043,8 +4040,7 @@ void Engine::CheckBits() const {
     const auto bit = [t](uint64_t m) { return (m >> t & 1) != 0; };
     if (bit(sched_mask_) != Schedulable(t) ||
         bit(blocked_mask_) != th.blocked ||
-        bit(continuing_mask_) != (th.continuing != 0) ||
-        bit(released_mask_) != th.released) {
+        bit(continuing_mask_) != (th.continuing != 0)) {
       std::fprintf(stderr,
                    "RL_SC_CHECK: thread %u's scheduling bits do not match its "
                    "state\n",
@@ -4204,7 +4200,7 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
   if (skipped) ++skips_;
   ThreadState& th = threads_[t];
   th.pending = false;
-  if (t < n_) sched_mask_ &= ~(uint64_t{1} << t);  // SyncBits(t), one bit
+  if (t < n_) SetBit(&sched_mask_, t, false);  // SyncBits(t), one bit
   if (th.op.kind != OpKind::kResume) {
     Built& b = built_;
     PlaceEvent(t, a, b);
@@ -4324,8 +4320,8 @@ uint64_t Engine::Op() {
   MarkPending(th);
   // The running thread is started, not finished and not blocked: pending,
   // it is schedulable (SyncBits() for the one bit that changed).
-  if (in_thread_) sched_mask_ |= uint64_t{1} << cur_;
   if (in_thread_) {
+    SetBit(&sched_mask_, cur_, true);
     if (!StepInThread()) SwitchToScheduler();
   } else {
     MainOp();
@@ -4542,10 +4538,7 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
     Engine* e;
     unsigned t;
     ~SyncOnExit() {
-      const uint64_t bit = uint64_t{1} << t;
-      e->continuing_mask_ = e->threads_[t].continuing != 0
-                                ? e->continuing_mask_ | bit
-                                : e->continuing_mask_ & ~bit;
+      SetBit(&e->continuing_mask_, t, e->threads_[t].continuing != 0);
     }
   } sync_on_exit{this, cur_};
   CheckDepth();  // a yield is a step: a loop of bare yields ends
@@ -4655,8 +4648,8 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
       if (!sampling_) Prune();
     }
     th.continuing = 0;
-  } else if (!writing_spin && !th.released && p_.spin_bound > 0 &&
-             !p_.stateless_spins) {
+  } else if (!writing_spin && !(released_mask_ >> cur_ & 1) &&
+             p_.spin_bound > 0 && !p_.stateless_spins) {
     // (Stateless loops have no count of tries a slow path could need.)
     // (A writing spin already ran on spin_bound iterations.)
     // Fairness without losing bounded spins: either wait for another
@@ -4964,8 +4957,8 @@ bool Engine::AllBlocked() {
     ThreadState& th = threads_[t];
     if (th.finished || !th.blocked || th.sync_wait) continue;
     th.blocked = false;
-    th.released = true;
     SyncBits(t);
+    SetBit(&released_mask_, t, true);
   }
   return true;
 }
