@@ -312,6 +312,12 @@ struct Loc {
   // Per thread, its latest access (then Event::prev_acc back through its
   // earlier ones), or -1: SeenPosition() reads one access per thread.
   int32_t last_acc[kClockSlots];
+  // Per thread, the position in its thread (Event::idx) of its first
+  // access, read only while last_acc[] is not -1: a clock that does not
+  // reach it knows none of the thread's accesses, and SeenPosition() skips
+  // the whole chain (a reader that never synchronized with a writer walked
+  // every one of the writer's accesses to the location).
+  int32_t first_idx[kClockSlots];
   int init = -1;         // the construction (a non-atomic write) event
   // The SC order as executed (Engine::sc_floors_): the newest write, in
   // modification order, that a seq_cst access read or wrote or that
@@ -2803,8 +2809,9 @@ int Engine::SeenPosition(int loc, const Clock& c) const {
   for (int u = 0; u < g_clock_width; ++u) {
     int id = l.last_acc[u];
     const int32_t known = c.get(u);
-    while (id >= 0 && events_[id].idx > known) id = events_[id].prev_acc;
-    if (id < 0) continue;
+    if (id < 0 || known < l.first_idx[u]) continue;
+    // Ends at an access c knows: the first one is.
+    while (events_[id].idx > known) id = events_[id].prev_acc;
     const Event& ev = events_[id];
     if (ev.writes) seen = std::max(seen, ev.mo_pos);
     if (ev.reads) seen = std::max(seen, events_[ev.rf].mo_pos);
@@ -3027,6 +3034,7 @@ __attribute__((flatten)) void Engine::Push(const Built& b) {
     Loc& l = locs_[e.loc];
     l.acc.push_back(id);
     e.prev_acc = l.last_acc[e.tid];
+    if (e.prev_acc < 0) l.first_idx[e.tid] = e.idx;
     l.last_acc[e.tid] = id;
     if (e.writes) {
       ++l.rmw_free;
