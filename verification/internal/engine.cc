@@ -318,6 +318,16 @@ struct Loc {
   // the whole chain (a reader that never synchronized with a writer walked
   // every one of the writer's accesses to the location).
   int32_t first_idx[kClockSlots];
+  // The release sequence of the newest write (chain_tip, -1 if unknown):
+  // the join of its release heads' and their release fences' clocks
+  // (chain_sync, valid if chain_has), and whether one of them is seq_cst
+  // (chain_sc). Extended by each write appended to mo (ExtendChain()), so
+  // a read of the newest write joins one clock instead of walking the
+  // chain (Build): a chain of release-only RMWs (pushes on a stack's top)
+  // walked back to its plain store at every read, O(n) each.
+  int chain_tip = -1;
+  bool chain_has = false, chain_sc = false;
+  Clock chain_sync{Clock::NoInit{}};
   int init = -1;         // the construction (a non-atomic write) event
   // The SC order as executed (Engine::sc_floors_): the newest write, in
   // modification order, that a seq_cst access read or wrote or that
@@ -1104,6 +1114,11 @@ class Engine {
   }
   // Adds the last event of events_ to the graph (its location, SC order).
   void Push(const Built& b);
+  void ExtendChain(Loc& l, const Event& e, int id) const;
+  void WalkReleaseSequence(const Event& w, const Event& e, Built& b) const;
+#ifdef RL_SC_CHECK
+  void CrossCheckChain(const Event& w, const Event& e, const Built& b) const;
+#endif
   void Pop();
   void Commit(unsigned t, const Built& b);
   int SpinSource(const Event& e) const;  // SpinRead::rf of a read
@@ -2927,6 +2942,103 @@ void Engine::StampLocal(unsigned t, Event& e) const {
   e.porf.set(t, e.idx);
 }
 
+// The release heads and fences of w's release sequence that reader e
+// does not know yet, joined into b.sync; the seq_cst ones into b.sc_src.
+// The release sequence (C++20: the write and the chain of RMWs reading
+// from it): each release head, or each release fence before a head,
+// synchronizes. A head or fence that already
+// happens before this thread's point (e.post is still its clock before
+// this event) is known with all it knew: its clock is not joined.
+// Only the chain's heads and writes after release fences matter: the
+// walk follows rel_link. It stops after an acquire and release RMW H:
+// H joined every earlier head's and fence's clock (its own walk), so
+// they are at most H.post, which this read joins or already knows (an
+// RMW that is no release synchronizes only through its release fence,
+// whose clock lacks what the RMW acquired: the walk goes on). Their SC
+// edges are implied too if H is SC (each earlier SC one has an edge
+// into H, or into an SC RMW between that has one into H: a path to
+// this read through H's edge); else only if the execution has no SC
+// event yet (then no head or fence on the walk is SC).
+__attribute__((always_inline)) inline void Engine::WalkReleaseSequence(
+    const Event& w, const Event& e, Built& b) const {
+  for (int h = w.rel_link; h >= 0;) {
+    const Event& H = events_[h];
+    if (H.rel) {
+      if (!Hb(h, e.post)) b.AddSync(H.post);
+      if (H.sc) b.sc_src.push_back(h);
+    }
+    if (H.rel_fence >= 0) {
+      const Event& F = events_[H.rel_fence];
+      if (!Hb(H.rel_fence, e.post)) b.AddSync(F.post);
+      if (F.sc) b.sc_src.push_back(H.rel_fence);
+    }
+    if (H.kind != Kind::kRmw) break;
+    if (H.rel && H.acq && (H.sc || sc_events_.empty())) break;
+    h = events_[H.rf].rel_link;
+  }
+}
+
+// Loc::chain_* for e, the write just appended to l's modification order
+// (id). A plain store starts its own release sequence; an RMW continues
+// the one of the write it read, which was the newest (atomicity), unless
+// that one's is unknown (a Pop() removed it).
+void Engine::ExtendChain(Loc& l, const Event& e, int id) const {
+  if (e.kind != Kind::kRmw) {
+    l.chain_has = l.chain_sc = false;
+  } else if (l.chain_tip != e.rf) {
+    l.chain_tip = -1;
+    return;
+  }
+  l.chain_tip = id;
+  // A sequence with a seq_cst head is walked (for its SC edges): no clock
+  // is kept for it until a plain store starts another.
+  if (l.chain_sc) return;
+  // A release fence before a release write is in the write's clock.
+  const Clock* released = nullptr;
+  if (e.rel) {
+    released = &e.post;
+    l.chain_sc = e.sc;
+  }
+  if (e.rel_fence >= 0) {
+    const Event& f = events_[e.rel_fence];
+    if (!released) released = &f.post;
+    l.chain_sc |= f.sc;
+  }
+  if (!released || l.chain_sc) return;
+  if (l.chain_has) {
+    l.chain_sync.Join(*released);
+  } else {
+    l.chain_sync = *released;
+    l.chain_has = true;
+  }
+}
+
+#ifdef RL_SC_CHECK
+// The memo must give what the walk gives: the same clock once joined with
+// the reader's.
+void Engine::CrossCheckChain(const Event& w, const Event& e,
+                             const Built& b) const {
+  Built walked;
+  WalkReleaseSequence(w, e, walked);
+  Clock by_memo = e.post, by_walk = e.post;
+  if (b.has_sync) by_memo.Join(b.sync);
+  if (walked.has_sync) by_walk.Join(walked.sync);
+  for (int i = 0; i < kClockSlots; ++i) {
+    if (by_memo.get(i) != by_walk.get(i)) {
+      std::fprintf(stderr,
+                   "RL_SC_CHECK: %s's release-sequence memo differs from "
+                   "its walk (thread %d)\n",
+                   LocStr(e.loc).c_str(), i);
+      std::abort();
+    }
+  }
+  if (!walked.sc_src.empty()) {
+    std::fprintf(stderr, "RL_SC_CHECK: a memo used for a seq_cst sequence\n");
+    std::abort();
+  }
+}
+#endif
+
 void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
                    Built& b) const {
   const ThreadState& th = threads_[t];
@@ -2985,35 +3097,17 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
         e.wval = Compute(op.op, e.rval, op.val, locs_[op.loc].width);
       e.mo_pos = w.mo_pos + 1;
     }
-    // Release sequence of the write read from (C++20: the write and the
-    // chain of RMWs reading from it); each release head, or each release
-    // fence before a head, synchronizes. A head or fence that already
-    // happens before this thread's point (e.post is still its clock before
-    // this event) is known with all it knew: its clock is not joined.
-    // Only the chain's heads and writes after release fences matter: the
-    // walk follows rel_link. It stops after an acquire and release RMW H:
-    // H joined every earlier head's and fence's clock (its own walk), so
-    // they are at most H.post, which this read joins or already knows (an
-    // RMW that is no release synchronizes only through its release fence,
-    // whose clock lacks what the RMW acquired: the walk goes on). Their SC
-    // edges are implied too if H is SC (each earlier SC one has an edge
-    // into H, or into an SC RMW between that has one into H: a path to
-    // this read through H's edge); else only if the execution has no SC
-    // event yet (then no head or fence on the walk is SC).
-    for (int h = w.rel_link; h >= 0;) {
-      const Event& H = events_[h];
-      if (H.rel) {
-        if (!Hb(h, e.post)) b.AddSync(H.post);
-        if (H.sc) b.sc_src.push_back(h);
-      }
-      if (H.rel_fence >= 0) {
-        const Event& F = events_[H.rel_fence];
-        if (!Hb(H.rel_fence, e.post)) b.AddSync(F.post);
-        if (F.sc) b.sc_src.push_back(H.rel_fence);
-      }
-      if (H.kind != Kind::kRmw) break;
-      if (H.rel && H.acq && (H.sc || sc_events_.empty())) break;
-      h = events_[H.rf].rel_link;
+    // The newest write's sequence, with no seq_cst head (whose SC edges
+    // the walk lists): its joined clocks (Loc::chain_sync), which give the
+    // walk's result (a clock the walk skips is one e.post already has, or
+    // one an acquire-release head joined).
+    if (const Loc& l = locs_[op.loc]; a.rf == l.chain_tip && !l.chain_sc) {
+      if (l.chain_has) b.AddSync(l.chain_sync);
+#ifdef RL_SC_CHECK
+      CrossCheckChain(w, e, b);
+#endif
+    } else {
+      WalkReleaseSequence(w, e, b);
     }
     if (e.acq && b.has_sync) e.post.Join(b.sync);
   }
@@ -3040,6 +3134,7 @@ __attribute__((flatten)) void Engine::Push(const Built& b) {
       ++l.rmw_free;
       if (e.mo_pos == static_cast<int>(l.mo.size())) {
         l.mo.push_back(id);  // the newest write: no position moves
+        ExtendChain(l, e, id);
       } else {
         l.mo.insert(l.mo.begin() + e.mo_pos, id);
         for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
@@ -3109,6 +3204,7 @@ void Engine::Pop() {
     if (e.writes) {
       --l.rmw_free;
       l.mo.erase(l.mo.begin() + e.mo_pos);
+      if (l.chain_tip == static_cast<int>(events_.size()) - 1) l.chain_tip = -1;
       for (size_t i = e.mo_pos; i < l.mo.size(); ++i)
         events_[l.mo[i]].mo_pos = static_cast<int>(i);
     }
