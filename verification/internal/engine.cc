@@ -2946,19 +2946,19 @@ void Engine::StampLocal(unsigned t, Event& e) const {
 // does not know yet, joined into b.sync; the seq_cst ones into b.sc_src.
 // The release sequence (C++20: the write and the chain of RMWs reading
 // from it): each release head, or each release fence before a head,
-// synchronizes. A head or fence that already
-// happens before this thread's point (e.post is still its clock before
-// this event) is known with all it knew: its clock is not joined.
-// Only the chain's heads and writes after release fences matter: the
-// walk follows rel_link. It stops after an acquire and release RMW H:
-// H joined every earlier head's and fence's clock (its own walk), so
-// they are at most H.post, which this read joins or already knows (an
-// RMW that is no release synchronizes only through its release fence,
-// whose clock lacks what the RMW acquired: the walk goes on). Their SC
-// edges are implied too if H is SC (each earlier SC one has an edge
-// into H, or into an SC RMW between that has one into H: a path to
-// this read through H's edge); else only if the execution has no SC
-// event yet (then no head or fence on the walk is SC).
+// synchronizes. A head or fence that already happens before this
+// thread's point (e.post is still its clock before this event) is known
+// with all it knew: its clock is not joined. Only the chain's heads and
+// writes after release fences matter: the walk follows rel_link. It
+// stops after an acquire and release RMW H: H joined every earlier head's
+// and fence's clock (its own walk), so they are at most H.post, which
+// this read joins or already knows (an RMW that is no release
+// synchronizes only through its release fence, whose clock lacks what
+// the RMW acquired: the walk goes on). Their SC edges are implied too if
+// H is SC (each earlier SC one has an edge into H, or into an SC RMW
+// between that has one into H: a path to this read through H's edge);
+// else only if the execution has no SC event yet (then no head or fence
+// on the walk is SC).
 __attribute__((always_inline)) inline void Engine::WalkReleaseSequence(
     const Event& w, const Event& e, Built& b) const {
   for (int h = w.rel_link; h >= 0;) {
