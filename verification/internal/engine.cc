@@ -299,11 +299,26 @@ struct FreedBy {
 };
 
 struct Loc {
-  // User-provided, so that locs_.emplace_back() (value-initialization)
-  // does not zero the whole object before the initializers below run: a
-  // `rep stos` per atomic constructed, about half of NewAtomic()'s time
-  // (perf, a random run of Peterson's lock).
+  // User-provided, so that constructing one does not zero the whole object
+  // before the initializers below run: a `rep stos` per atomic
+  // constructed, about half of NewAtomic()'s time (perf, a random run of
+  // Peterson's lock).
   Loc() { std::fill(std::begin(last_acc), std::end(last_acc), -1); }
+  // As newly constructed (every member with an initializer below), keeping
+  // the vectors' capacity: locs_ reuses an earlier execution's (Reused).
+  void Reset() {
+    width = 8;
+    addr = nullptr;
+    freed = FreedBy();
+    mo.clear();
+    acc.clear();
+    std::fill(std::begin(last_acc), std::end(last_acc), -1);
+    chain_tip = -1;
+    chain_has = chain_sc = false;
+    init = -1;
+    sc_floor = -1;
+    rmw_free = 0;
+  }
   unsigned width = 8;
   const char* addr = nullptr;  // the rl::atomic object, for the heap model
   FreedBy freed;               // its memory was freed, and by whom
@@ -343,6 +358,39 @@ struct Loc {
   // (DirectActions).
   int rmw_free = 0;
   debug_info info;
+};
+
+// A per-execution table of T (locs_, vars_): clear() keeps the objects,
+// and Next() hands out the next one Reset(), its vectors' capacity kept.
+// It replaced a std::vector emptied each execution and refilled by
+// emplace_back() with vectors moved to and from a pool: -2.5% instructions
+// on a random run of the seqcount port, -3.5% on Peterson's lock, -1.2% to
+// -1.7% on the other programs of tools/relacy_speed.cpp (callgrind).
+template <typename T>
+class Reused {
+ public:
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](size_t i) { return items_[i]; }
+  const T& operator[](size_t i) const { return items_[i]; }
+  T& back() { return items_[n_ - 1]; }
+  T* begin() { return items_.data(); }
+  T* end() { return items_.data() + n_; }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + n_; }
+  void clear() { n_ = 0; }
+  T& Next() {
+    if (n_ == items_.size()) {
+      items_.emplace_back();
+    } else {
+      items_[n_].Reset();
+    }
+    return items_[n_++];
+  }
+
+ private:
+  std::vector<T> items_;
+  size_t n_ = 0;
 };
 
 enum class OpKind : uint8_t { kNone, kLoad, kStore, kRmw, kCas, kResume };
@@ -590,6 +638,15 @@ struct VarState {
   bool has_write = false;
   VarAcc w{};
   std::vector<VarAcc> reads;
+  // As newly constructed, keeping the reads' capacity (Reused).
+  void Reset() {
+    addr = nullptr;
+    freed = FreedBy();
+    decl = debug_info();
+    init = has_write = false;
+    w = VarAcc{};
+    reads.clear();
+  }
 };
 
 // What building an event found besides the event itself (which is built
@@ -1285,21 +1342,14 @@ class Engine {
   std::string fail_desc_;
   debug_info fail_info_;
   std::vector<Event> events_;
-  std::vector<Loc> locs_;
-  std::vector<VarState> vars_;
-  // Emptied vectors of earlier executions' locations, variables and
-  // decisions, reused with their capacity (see ResetExecution).
-  std::vector<std::vector<int>> int_pool_;
-  std::vector<std::vector<VarAcc>> var_pool_;
+  Reused<Loc> locs_;
+  Reused<VarState> vars_;
+  // Emptied vectors of earlier executions' decisions, reused with their
+  // capacity (see ResetExecution).
   std::vector<Choice> choice_pool_;
   std::vector<Action> scratch_opts_;
   Built built_, probe_;  // Build's side results (Apply / ActionsFor)
   std::vector<uint32_t> scratch_segs_;
-  void TakePooled(std::vector<int>* v) {
-    if (int_pool_.empty()) return;
-    v->swap(int_pool_.back());
-    int_pool_.pop_back();
-  }
   void PopChoice() {
     Choice& c = stack_.back();
     c.opts.clear();
@@ -4328,12 +4378,10 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
 int Engine::NewAtomic(unsigned width, uint64_t init, const debug_info& info,
                       const void* addr, bool side) {
   int id = static_cast<int>(locs_.size());
-  locs_.emplace_back();
-  TakePooled(&locs_.back().mo);
-  TakePooled(&locs_.back().acc);
-  locs_.back().width = width;
-  locs_.back().info = info;
-  locs_.back().addr = static_cast<const char*>(addr);
+  Loc& l = locs_.Next();
+  l.width = width;
+  l.info = info;
+  l.addr = static_cast<const char*>(addr);
   Built& b = built_;
   b.sc_src.clear();
   Event& e = NewEvent();
@@ -5310,14 +5358,10 @@ void Engine::Fail(test_result_e r, const std::string& desc,
 
 int Engine::NewVar(bool initialized, const debug_info& info,
                    const void* addr) {
-  vars_.emplace_back();
-  if (!var_pool_.empty()) {
-    vars_.back().reads.swap(var_pool_.back());
-    var_pool_.pop_back();
-  }
-  vars_.back().init = initialized;
-  vars_.back().decl = info;
-  vars_.back().addr = static_cast<const char*>(addr);
+  VarState& v = vars_.Next();
+  v.init = initialized;
+  v.decl = info;
+  v.addr = static_cast<const char*>(addr);
   return static_cast<int>(vars_.size()) - 1;
 }
 
@@ -5481,21 +5525,7 @@ void Engine::ResetExecution() {
   addr_hash_.clear();
   shim_life_.clear();
   track_porf_ = mode_ == Mode::kDfs && p_.lazy_deferral;
-  // Moved into the pool, then cleared there: clearing first stored the
-  // end pointer just before the move read it with the begin pointer in
-  // one 16-byte load, which store forwarding cannot serve (a stall per
-  // vector; 11% of RunOne()'s perf samples on the seqcount port).
-  for (Loc& l : locs_) {
-    int_pool_.push_back(std::move(l.mo));
-    int_pool_.back().clear();
-    int_pool_.push_back(std::move(l.acc));
-    int_pool_.back().clear();
-  }
   locs_.clear();
-  for (VarState& v : vars_) {
-    var_pool_.push_back(std::move(v.reads));
-    var_pool_.back().clear();
-  }
   vars_.clear();
   sc_events_.clear();
   sc_sw_.clear();
