@@ -298,32 +298,17 @@ struct FreedBy {
   explicit operator bool() const { return tid >= 0; }  // freed
 };
 
-struct Loc {
+// An atomic's state but its vectors (Loc): rebuilt in place when an
+// execution reuses the record (Loc::Reset), as ThreadVars is.
+struct LocVars {
   // User-provided, so that constructing one does not zero the whole object
   // before the initializers below run: a `rep stos` per atomic
   // constructed, about half of NewAtomic()'s time (perf, a random run of
   // Peterson's lock).
-  Loc() { std::fill(std::begin(last_acc), std::end(last_acc), -1); }
-  // As newly constructed (every member with an initializer below), keeping
-  // the vectors' capacity: locs_ reuses an earlier execution's (Reused).
-  void Reset() {
-    width = 8;
-    addr = nullptr;
-    freed = FreedBy();
-    mo.clear();
-    acc.clear();
-    std::fill(std::begin(last_acc), std::end(last_acc), -1);
-    chain_tip = -1;
-    chain_has = chain_sc = false;
-    init = -1;
-    sc_floor = -1;
-    rmw_free = 0;
-  }
+  LocVars() { std::fill(std::begin(last_acc), std::end(last_acc), -1); }
   unsigned width = 8;
   const char* addr = nullptr;  // the rl::atomic object, for the heap model
   FreedBy freed;               // its memory was freed, and by whom
-  std::vector<int> mo;   // writes in modification order
-  std::vector<int> acc;  // all accesses (init, reads, writes)
   // Per thread, its latest access (then Event::prev_acc back through its
   // earlier ones), or -1: SeenPosition() reads one access per thread.
   int32_t last_acc[kClockSlots];
@@ -358,6 +343,19 @@ struct Loc {
   // (DirectActions).
   int rmw_free = 0;
   debug_info info;
+};
+
+struct Loc : LocVars {
+  std::vector<int> mo;   // writes in modification order
+  std::vector<int> acc;  // all accesses (init, reads, writes)
+  // As newly constructed, keeping the vectors' capacity: locs_ reuses an
+  // earlier execution's (Reused).
+  void Reset() {
+    static_assert(std::is_trivially_destructible_v<LocVars>);
+    new (static_cast<LocVars*>(this)) LocVars();
+    mo.clear();
+    acc.clear();
+  }
 };
 
 // A per-execution table of T (locs_, vars_): clear() keeps the objects,
@@ -553,7 +551,7 @@ bool SameLocations(const std::vector<SpinRead>& a,
 // A checker thread's per-execution state, reset by every execution
 // (ResetExecution); ThreadState adds what outlives an execution.
 struct ThreadVars {
-  // User-provided, as Loc's: ResetExecution() rebuilds each thread's
+  // User-provided, as LocVars': ResetExecution() rebuilds each thread's
   // ThreadVars per execution, and value-initialization would zero it all
   // (a `rep stos`) before the initializers run.
   ThreadVars() {}
@@ -630,21 +628,23 @@ struct VarAcc {
   debug_info info;
 };
 
-struct VarState {
+// An rl::var's state but its reads (VarState), rebuilt in place as
+// LocVars is.
+struct VarStateVars {
   const char* addr = nullptr;
   FreedBy freed;  // its memory was freed, and by whom
   debug_info decl;
   bool init = false;
   bool has_write = false;
   VarAcc w{};
+};
+
+struct VarState : VarStateVars {
   std::vector<VarAcc> reads;
   // As newly constructed, keeping the reads' capacity (Reused).
   void Reset() {
-    addr = nullptr;
-    freed = FreedBy();
-    decl = debug_info();
-    init = has_write = false;
-    w = VarAcc{};
+    static_assert(std::is_trivially_destructible_v<VarStateVars>);
+    new (static_cast<VarStateVars*>(this)) VarStateVars();
     reads.clear();
   }
 };
