@@ -974,9 +974,10 @@ class Engine {
   // or, where an RMW read it already, only a spurious failure, if any.
   size_t CasActionsOn(const ThreadState& th, const Event& w) const {
     const Pending& op = th.op;
+    // Most writes a CAS could read hold another value: only the failure.
+    if (w.wval != op.expected) return 1;
     const bool spurious =
         op.weak && p_.spurious_cas_failures && th.spurious_loc != op.loc;
-    if (w.wval != op.expected) return 1;
     if (w.rmw_reader >= 0) return spurious;
     return 1 + spurious;
   }
