@@ -149,7 +149,7 @@ TEST_CASE("seqcount one write, two readers") {
 // from one try into the next, so a failed try that read a stale value is
 // redundant (the execution without it has the same outcome). The same
 // verdicts from far fewer executions: the three-writes case, which takes
-// the exhaustive tier about a minute without it, runs here.
+// the exhaustive tier about 20 s without it, runs here.
 TEST_CASE("stateless spins: the seqcount passes in far fewer executions") {
   rl::test_params full = Check<SeqCountTest<kCorrect>>(true);
   rl::test_params p = Check<SeqCountTest<kCorrect>>(true, true);
