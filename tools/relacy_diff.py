@@ -45,7 +45,12 @@ variables can take it minutes) is listed, not compared. A failure found
 here where Relacy's full search passes is built and run once more with
 Relacy's own random search (100,000 iterations) in place of its full
 one: the same failure there is Relacy confirming it (its full search
-missed it), listed apart and not counted.
+missed it), listed apart and not counted. A failure Relacy's full search
+reports and this checker does not, whose history in Relacy's own output
+is no execution (a test thread acting again after its [THREAD FINISHED],
+or after after() began), is listed apart and not counted where Relacy's
+own random search passes too: Relacy's scheduler went wrong (seen with
+timed waits).
 """
 import argparse
 import os
@@ -599,6 +604,44 @@ def verdict(binary, i, timeout):
     return '(no verdict: exited without one)'
 
 
+def relacy_history_broken(binary, i, timeout):
+    """Whether Relacy's printed history of program i's failing execution
+    has an event of the suite's thread() code (located "in thread") after
+    that thread's own [THREAD FINISHED] or after after() began: no
+    execution of the program does that. (Relacy's own bookkeeping after a
+    thread ends, after() and the verdict line are recorded under whichever
+    thread's fiber ran last: not judged.)"""
+    try:
+        out = subprocess.run([binary, str(i)], capture_output=True,
+                             text=True, timeout=timeout).stdout
+    except subprocess.TimeoutExpired:
+        return False
+    # The history's lines: "[k] T: what, in function, file(line)". It may
+    # hold earlier iterations too: only the last one, after its last
+    # ITERATION END, is judged.
+    history = out.split('execution history', 1)
+    if len(history) < 2:
+        return False
+    lines = history[1].split('\n\nthread ', 1)[0].splitlines()
+    ends = [k for k, l in enumerate(lines) if 'ITERATION END' in l]
+    if ends:
+        lines = lines[ends[-1] + 1:]
+    finished = set()
+    after_began = False
+    for line in lines:
+        m = re.match(r'\[\d+\] (-?\d+): (.*)', line)
+        if not m:
+            continue
+        tid, what = int(m.group(1)), m.group(2)
+        if ', in thread, ' in what and (tid in finished or after_began):
+            return True
+        if what.startswith('[THREAD FINISHED]'):
+            finished.add(tid)
+        if what.startswith('[AFTER BEGIN]'):
+            after_began = True
+    return False
+
+
 def program_text(programs, i):
     """Program i's suite in the generated source."""
     m = re.search(r'^struct P%d : .*?^};$' % i, programs, re.S | re.M)
@@ -673,6 +716,7 @@ def main():
     real_no_yield = os.path.join(work, 'real_no_spin_yield')
     full_missed = []  # failures Relacy's own random search confirms
     timed_starved = []  # Relacy's full-search livelocks of timed waits
+    broken_history = []  # Relacy's failing history is no execution
     real_random = os.path.join(work, 'real_random_search')
 
     def relacy_random_verdict(i):
@@ -734,6 +778,12 @@ def main():
             if relacy_random_verdict(i) == 'SUCCESS':
                 timed_starved.append('P%d' % i)
                 continue
+        if (b == 'SUCCESS' and args.search == 'full' and a != 'SUCCESS' and
+                not a.startswith('(') and
+                relacy_history_broken(real, i, args.timeout) and
+                relacy_random_verdict(i) == 'SUCCESS'):
+            broken_history.append('P%d (Relacy %s)' % (i, a))
+            continue
         if a == b:
             same += 1
             counts[a] = counts.get(a, 0) + 1
@@ -784,6 +834,12 @@ def main():
               'starves), its own random search (%d iterations) passes, and '
               'here a timeout at once is not taken twice in a row: %s' %
               (RANDOM_CONFIRM_ITERATIONS, ', '.join(timed_starved)))
+    if broken_history:
+        print('not compared: Relacy\'s full search reports a failure whose '
+              'printed history is no execution (a test thread acts after '
+              'its [THREAD FINISHED] or after after() began), and its own '
+              'random search (%d iterations) passes: %s' %
+              (RANDOM_CONFIRM_ITERATIONS, ', '.join(broken_history)))
     if only_here:
         print('random searches: a failure only this checker\'s run met '
               '(Relacy\'s run passed): %s' % ', '.join(only_here))
