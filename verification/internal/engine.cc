@@ -2293,8 +2293,8 @@ void PlanGlobals(const std::vector<ByteRange>& ranges, GlobalsPlan* plan) {
 // words hold redzones between globals (as CopyBytes).
 __attribute__((no_sanitize("address"))) void GatherGlobals(
     const GlobalsPlan& plan, Words* out) {
-  // Appended, not resized first: zeroing the words first cost as much
-  // again (memset).
+  // Room for every word at once; the masked words are computed one by
+  // one, the runs copied (CopyBytes).
   out->reserve(out->size() + plan.words);
   for (const MaskedWord& w : plan.masked)
     out->push_back(*reinterpret_cast<const volatile uintptr_t*>(w.addr) &
