@@ -47,10 +47,10 @@ Relacy's own random search (100,000 iterations) in place of its full
 one: the same failure there is Relacy confirming it (its full search
 missed it), listed apart and not counted. A failure Relacy's full search
 reports and this checker does not, whose history in Relacy's own output
-is no execution (a test thread acting again after its [THREAD FINISHED],
-or after after() began), is listed apart and not counted where Relacy's
-own random search passes too: Relacy's scheduler went wrong (seen with
-timed waits).
+is no execution (an event of a thread's thread() code after its [THREAD
+FINISHED], or after after() began), is listed apart and not counted where
+Relacy's own random search passes too: Relacy's scheduler went wrong
+(seen with timed waits).
 """
 import argparse
 import os
@@ -836,8 +836,9 @@ def main():
               (RANDOM_CONFIRM_ITERATIONS, ', '.join(timed_starved)))
     if broken_history:
         print('not compared: Relacy\'s full search reports a failure whose '
-              'printed history is no execution (a test thread acts after '
-              'its [THREAD FINISHED] or after after() began), and its own '
+              'printed history is no execution (a thread\'s thread() code '
+              'runs after its [THREAD FINISHED] or after after() began), '
+              'and its own '
               'random search (%d iterations) passes: %s' %
               (RANDOM_CONFIRM_ITERATIONS, ', '.join(broken_history)))
     if only_here:
