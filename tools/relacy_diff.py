@@ -592,11 +592,18 @@ def build(cmd, log):
             sys.exit('build failed: %s (see %s)' % (' '.join(cmd), log))
 
 
-def verdict(binary, i, timeout):
+def run_program(binary, i, timeout):
+    """Program i's output, or None if it ran past the timeout."""
     try:
-        out = subprocess.run([binary, str(i)], capture_output=True,
-                             text=True, timeout=timeout).stdout
+        return subprocess.run([binary, str(i)], capture_output=True,
+                              text=True, timeout=timeout).stdout
     except subprocess.TimeoutExpired:
+        return None
+
+
+def verdict_in(out, i, timeout):
+    """The verdict line of program i's output (run_program)."""
+    if out is None:
         return '(no verdict in %d s)' % timeout
     for line in out.splitlines():
         if line.startswith('P%d ' % i):
@@ -604,18 +611,17 @@ def verdict(binary, i, timeout):
     return '(no verdict: exited without one)'
 
 
-def relacy_history_broken(binary, i, timeout):
-    """Whether Relacy's printed history of program i's failing execution
-    has an event of the suite's thread() code (located "in thread") after
-    that thread's own [THREAD FINISHED] or after after() began: no
-    execution of the program does that. (Relacy's own bookkeeping after a
-    thread ends, after() and the verdict line are recorded under whichever
-    thread's fiber ran last: not judged.)"""
-    try:
-        out = subprocess.run([binary, str(i)], capture_output=True,
-                             text=True, timeout=timeout).stdout
-    except subprocess.TimeoutExpired:
-        return False
+def verdict(binary, i, timeout):
+    return verdict_in(run_program(binary, i, timeout), i, timeout)
+
+
+def relacy_history_broken(out):
+    """Whether Relacy's printed history of a failing execution (out: the
+    program's output) has an event of the suite's thread() code (located
+    "in thread") after that thread's own [THREAD FINISHED] or after
+    after() began: no execution of the program does that. (Relacy's own
+    bookkeeping after a thread ends, after() and the verdict line are
+    recorded under whichever thread's fiber ran last: not judged.)"""
     # The history's lines: "[k] T: what, in function, file(line)". It may
     # hold earlier iterations too: only the last one, after its last
     # ITERATION END, is judged.
@@ -728,7 +734,9 @@ def main():
     only_here = []  # random: a failure only this checker's search met
     counts = {}
     for i in range(args.programs):
-        a = verdict(real, i, args.timeout)
+        # Relacy's output is kept: its history may be read below.
+        real_out = run_program(real, i, args.timeout)
+        a = verdict_in(real_out, i, args.timeout)
         b = verdict(ours, i, args.timeout)
         if a == 'SUCCESS' and b.endswith(FREE_RACE_TAG):
             free_races.append('P%d' % i)
@@ -780,7 +788,7 @@ def main():
                 continue
         if (b == 'SUCCESS' and args.search == 'full' and a != 'SUCCESS' and
                 not a.startswith('(') and
-                relacy_history_broken(real, i, args.timeout) and
+                relacy_history_broken(real_out) and
                 relacy_random_verdict(i) == 'SUCCESS'):
             broken_history.append('P%d (Relacy %s)' % (i, a))
             continue
@@ -838,8 +846,7 @@ def main():
         print('not compared: Relacy\'s full search reports a failure whose '
               'printed history is no execution (a thread\'s thread() code '
               'runs after its [THREAD FINISHED] or after after() began), '
-              'and its own '
-              'random search (%d iterations) passes: %s' %
+              'and its own random search (%d iterations) passes: %s' %
               (RANDOM_CONFIRM_ITERATIONS, ', '.join(broken_history)))
     if only_here:
         print('random searches: a failure only this checker\'s run met '
