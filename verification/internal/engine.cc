@@ -235,6 +235,7 @@ struct Clock {
 // An allocator whose construct() without arguments leaves the element
 // uninitialized, so resize() makes room without zeroing it: a loop-state
 // capture (Engine::CaptureLoopState) copies words into the room at once.
+// Construction with arguments is std::allocator_traits' own (construct_at).
 template <typename T>
 struct NoZeroAllocator : std::allocator<T> {
   template <typename U>
@@ -247,10 +248,6 @@ struct NoZeroAllocator : std::allocator<T> {
   template <typename U>
   void construct(U* p) {
     ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
 };
 // A thread's own state at a yield, in words (LoopState).
