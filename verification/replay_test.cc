@@ -138,7 +138,63 @@ TEST_CASE("replay: a random run's events left unmade replay the same") {
     CHECK(trace.find("main: store(seq_cst)") != std::string::npos);
     CHECK(trace.find("main: store(release)") != std::string::npos);
     CHECK(trace.find("fence(acquire)") != std::string::npos);
+    // And the writer's load of seq, whose only write to read is its own
+    // latest store (Engine::ReadWithoutEvent).
+    CHECK(trace.find("thread 0: load(relaxed)") != std::string::npos);
   }
+}
+
+struct Cell {
+  rl::atomic<int> value{0};
+};
+
+// Thread 0 reads a cell built before the threads start: its load has one
+// write to read, which it already knows, so a random run makes no event
+// for it (Engine::ReadWithoutEvent). Thread 1 then frees the cell. With
+// the relaxed flag the free does not happen after the read: a use after
+// free, found at the free (the read came first). With release/acquire it
+// does, and the run passes.
+template <rl::memory_order kFlagStore, rl::memory_order kFlagLoad>
+struct FreeAfterRead : rl::test_suite<FreeAfterRead<kFlagStore, kFlagLoad>, 2> {
+  Cell* cell = nullptr;
+  rl::atomic<int> read{0};
+  void before() { cell = new Cell; }
+  void thread(unsigned i) {
+    if (i == 0) {
+      (void)cell->value.load(rl::mo_relaxed);
+      // Pairs with: the load of read below, where both are release/acquire.
+      read.store(1, kFlagStore);
+      return;
+    }
+    while (read.load(kFlagLoad) == 0) rl::yield(1);
+    delete cell;
+  }
+};
+
+TEST_CASE("replay: a random run's load without an event races with a free") {
+  using Racy = FreeAfterRead<rl::mo_relaxed, rl::mo_relaxed>;
+  for (unsigned long long seed = 1; seed <= 8; ++seed) {
+    CAPTURE(seed);
+    std::ostringstream out1;
+    rl::test_params p1;
+    p1.output_stream = &out1;
+    p1.search_type = rl::sched_random;
+    p1.iteration_count = 1000;
+    p1.seed = seed;
+    CHECK(!rl::simulate<Racy>(p1));
+    CHECK(p1.test_result == rl::test_result_access_to_freed_memory);
+    CHECK(p1.stop_iteration == 1);  // every execution has the race
+    const std::string trace = CheckReplay<Racy>(p1, out1.str());
+    // The replay makes the load and names it.
+    CHECK(trace.find("thread 0: load(relaxed)") != std::string::npos);
+    CHECK(trace.find("is not ordered before") != std::string::npos);
+  }
+  using Ordered = FreeAfterRead<rl::mo_release, rl::mo_acquire>;
+  rl::test_params p;
+  p.search_type = rl::sched_random;
+  p.iteration_count = 2000;
+  CHECK(rl::simulate<Ordered>(p));
+  CHECK(p.test_result == rl::test_result_success);
 }
 
 TEST_CASE("replay: a seqcount-style race replays from its state") {

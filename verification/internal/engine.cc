@@ -363,6 +363,17 @@ struct LocVars {
   // only one, an RMW has one action, known without its lower bound
   // (DirectActions).
   int rmw_free = 0;
+  // A random run's loads that made no event (Engine::ReadWithoutEvent):
+  // bit u set if thread u made one, and then unevented[u], its latest.
+  uint64_t unevented_mask = 0;
+  struct UneventedRead {
+    // The position (Event::idx) the thread's next event takes: the load
+    // happens before what knows that event, as an rl::var access does
+    // (VarAcc). AccessNotBefore() checks it.
+    int32_t next;
+    int32_t rf;       // the write it read
+    uint32_t yields;  // the thread's yields before it (DrawDirectIndex)
+  } unevented[kClockSlots];
   debug_info info;
 };
 
@@ -371,11 +382,19 @@ struct Loc : LocVars {
   std::vector<int> acc;  // all accesses (init, reads, writes)
   // As newly constructed, keeping the vectors' capacity: locs_ reuses an
   // earlier execution's (Reused).
+#ifdef RL_SC_CHECK
+  // Every load that made no event, with its thread: the reference for
+  // Engine::CrossCheckUnevented().
+  std::vector<std::pair<int, UneventedRead>> unevented_log;
+#endif
   void Reset() {
     static_assert(std::is_trivially_destructible_v<LocVars>);
     new (static_cast<LocVars*>(this)) LocVars();
     mo.clear();
     acc.clear();
+#ifdef RL_SC_CHECK
+    unevented_log.clear();
+#endif
   }
 };
 
@@ -505,6 +524,9 @@ struct Action {
   int rf = -1;   // for reads
   int pos = -1;  // mo insertion index for plain stores
   bool cas_ok = false;
+  // A random run's load that makes no event: set by DirectAction() where
+  // Engine::ReadNeedsNoEvent(), taken by Place().
+  bool no_event = false;
   unsigned value = 0;  // rand
 };
 
@@ -590,6 +612,7 @@ struct ThreadVars {
   // idx at the thread's last yield in a sampled run, or -1: the first
   // re-read after it prefers newer writes (Engine::DrawDirectIndex).
   int yield_idx = -1;
+  uint32_t yields = 0;  // in a sampled run (DrawDirectIndex)
   bool has_prev = false, iter_wrote = false;
   // Call site of the thread's last yield (test_params::stateless_spins).
   const char* yield_file = nullptr;
@@ -968,6 +991,11 @@ class Engine {
   }
   bool ScProbe(unsigned t, const Action& a, bool keep);
   bool kept_probe_ = false;
+  // A random run's load that reads the only write it may read and needs no
+  // event (Action::no_event): Place() calls ReadWithoutEvent() instead of
+  // making the event.
+  bool ReadNeedsNoEvent(unsigned t, const Action& a) const;
+  void ReadWithoutEvent(unsigned t, const Action& a);
   bool DrawSampled(size_t* idx);
   bool DrawThreadFirst(Action* out);
   bool DrawAllowed(size_t* idx, size_t refused = kNoneRefused);
@@ -1131,10 +1159,20 @@ class Engine {
     }
     const int seen = SeenPosition(loc, c);
     // Until a thread's seq_cst event runs there is no floor: one load here.
-    if (floors_live_) [[unlikely]]
+    if (floors_live_) [[unlikely]] {
+#ifdef RL_SC_CHECK
+      CrossCheckUnevented(t, loc, std::max(seen, ScFloor(t, loc)));
+#endif
       return std::max(seen, ScFloor(t, loc));
+    }
+#ifdef RL_SC_CHECK
+    CrossCheckUnevented(t, loc, seen);
+#endif
     return seen;
   }
+#ifdef RL_SC_CHECK
+  void CrossCheckUnevented(unsigned t, int loc, int lb) const;
+#endif
   int WriteLowerBound(unsigned t, int loc) const {
     return ReadLowerBound(t, loc) + 1;
   }
@@ -3924,6 +3962,7 @@ Action Engine::DirectAction(unsigned t, const DirectRange& r, size_t j) const {
   p = static_cast<int>(l.mo.size()) - 1;
   if (op.kind == OpKind::kLoad) {  // a load reads any write (ReadableBy)
     a.rf = l.mo[p - static_cast<int>(j)];
+    a.no_event = r.n == 1 && ReadNeedsNoEvent(t, a);
     return a;
   }
   if (op.kind == OpKind::kCas) {
@@ -4195,11 +4234,21 @@ size_t Engine::DrawDirectIndex(unsigned t, const DirectRange& r) {
   if (th.yield_idx < 0 || th.op.kind != OpKind::kLoad) return rng_.Below(r.n);
   const Loc& l = locs_[th.op.loc];
   const int last = l.last_acc[t];
-  if (last < 0 || events_[last].idx > th.yield_idx) return rng_.Below(r.n);
-  // The newest write the thread saw: its own or the one it read,
-  // whichever is later (an RMW's own comes right after the one it read).
-  const Event& e = events_[last];
-  const int seen = std::max(WritePos(e), ReadPos(e));
+  int seen;
+  if ((l.unevented_mask >> t & 1) != 0 &&
+      (last < 0 || l.unevented[t].next > events_[last].idx)) {
+    // Its latest access to the location is a load that made no event
+    // (ReadWithoutEvent), after the thread's yield if no yield followed.
+    const Loc::UneventedRead& u = l.unevented[t];
+    if (u.yields == th.yields) return rng_.Below(r.n);
+    seen = events_[u.rf].mo_pos;
+  } else {
+    if (last < 0 || events_[last].idx > th.yield_idx) return rng_.Below(r.n);
+    // The newest write the thread saw: its own or the one it read,
+    // whichever is later (an RMW's own comes right after the one it read).
+    const Event& e = events_[last];
+    seen = std::max(WritePos(e), ReadPos(e));
+  }
   // Newest first: indices below `newer` are the writes after the one seen.
   // (Every coherent write is newer where the thread has since learned of a
   // newer one through happens-before: newer >= r.n.)
@@ -4383,6 +4432,10 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
   ThreadState& th = threads_[t];
   th.pending = false;
   if (t < n_) SetBit(&sched_mask_, t, false);  // SyncBits(t), one bit
+  if (a.no_event) [[unlikely]] {
+    ReadWithoutEvent(t, a);
+    return;
+  }
   if (th.op.kind != OpKind::kResume) {
     Built& b = built_;
     PlaceEvent(t, a, b);
@@ -4399,6 +4452,71 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
           e.kind == Kind::kCasFail && e.rval == th.op.expected ? e.loc : -1;
     th.constraint = 0;
   }
+}
+
+// A random run's load with one action, reading the newest write: the
+// thread's lower bound is at that write already, so a read by any thread
+// that knows this load's successor is bounded there without the load's
+// event (what the thread had seen, or the SC fence's floor that bounded
+// it, is known there too). The event would serve only the trace (a
+// replay makes it), a race with a later free (ReadWithoutEvent keeps what
+// that needs, as for an rl::var access), and the SC order, which this
+// load does not enter: not seq_cst, no SC-order graph (the SC order as
+// executed, the default; so ScAllows() keeps no probe), no walk of the
+// release sequence (the newest write's memo is valid and has no seq_cst
+// head). Checked by RL_SC_CHECK's CrossCheckUnevented()
+// (fuzz_test_sc_check) and by replay_test's replays of random runs.
+inline bool Engine::ReadNeedsNoEvent(unsigned t, const Action& a) const {
+  const Pending& op = threads_[t].op;
+  if (op.kind != OpKind::kLoad || op.mo == mo_seq_cst || track_porf_ ||
+      !sc_events_.empty() || !sc_fences_.empty() || mode_ != Mode::kRandom)
+    return false;
+  const Loc& l = locs_[op.loc];
+  return a.rf == l.chain_tip && !l.chain_sc;
+}
+
+#ifdef RL_SC_CHECK
+// The lower bound computed without the loads that made no event must be
+// the one their events would give: none that thread t knows of (its own,
+// or another thread's whose next event t knows) read a later write.
+void Engine::CrossCheckUnevented(unsigned t, int loc, int lb) const {
+  const Clock& c = threads_[t].clock;
+  for (const auto& [tid, r] : locs_[loc].unevented_log) {
+    if (tid != static_cast<int>(t) && c.get(tid) < r.next) continue;
+    if (events_[r.rf].mo_pos > lb) {
+      std::fprintf(stderr,
+                   "RL_SC_CHECK: a load of %s by thread %d that made no "
+                   "event read a write past thread %u's lower bound\n",
+                   LocStr(loc).c_str(), tid, t);
+      std::abort();
+    }
+  }
+}
+#endif
+
+// What the load's Build(), Push() and Commit() would leave besides the
+// event: the clocks it acquires (Build's memo path), the spin detection's
+// record of the read (Commit), the value, the step.
+void Engine::ReadWithoutEvent(unsigned t, const Action& a) {
+  ThreadState& th = threads_[t];
+  Loc& l = locs_[th.op.loc];
+  if (l.chain_has) {
+    if (IsAcq(th.op.mo))
+      th.clock.Join(l.chain_sync);
+    else
+      th.acq_pending.Join(l.chain_sync);
+  }
+  const Event& w = events_[a.rf];
+  th.cur_reads.push_back({th.op.loc, w.wval, a.rf});
+  l.unevented_mask |= uint64_t{1} << t;
+  l.unevented[t] = {th.idx + 1, a.rf, th.yields};
+#ifdef RL_SC_CHECK
+  l.unevented_log.emplace_back(t, l.unevented[t]);
+#endif
+  th.result = w.wval;
+  th.cas_ok = false;
+  th.constraint = 0;
+  CheckDepth();
 }
 
 // ---------------------------------------------------------------- API
@@ -4725,7 +4843,10 @@ void Engine::Yield(const debug_info& info, uintptr_t cfa) {
     }
   } sync_on_exit{this, cur_};
   CheckDepth();  // a yield is a step: a loop of bare yields ends
-  if (sampling_) th.yield_idx = th.idx;  // DrawDirectIndex
+  if (sampling_) {  // DrawDirectIndex
+    th.yield_idx = th.idx;
+    ++th.yields;
+  }
   bool same = th.has_prev && !th.iter_wrote && th.cur_reads == th.prev_reads;
   if (th.must_leave) {
     // The iteration after a stale one's wait branch (below): if it read
@@ -5206,6 +5327,14 @@ int Engine::AccessNotBefore(const Loc& l) const {
   const Clock& clock = threads_[cur_].clock;
   for (int e : l.acc)
     if (events_[e].tid != static_cast<int>(cur_) && !Hb(e, clock)) return e;
+  // A load that made no event. Only a random run makes none, and what it
+  // reports comes from its replay, which makes the event and names it: the
+  // construction stands in for it here.
+  for (uint64_t m = l.unevented_mask; m != 0; m &= m - 1) {
+    const int u = __builtin_ctzll(m);
+    if (u != static_cast<int>(cur_) && clock.get(u) < l.unevented[u].next)
+      return l.acc.front();
+  }
   return -1;
 }
 
