@@ -197,6 +197,46 @@ TEST_CASE("replay: a random run's load without an event races with a free") {
   CHECK(p.test_result == rl::test_result_success);
 }
 
+// Thread 1 reads x's store relaxed, then again seq_cst (and says so in
+// done): the second load has
+// one write to read, so a random run makes no event for it, but as a
+// seq_cst load it still raises x's floor of the SC order as executed
+// (Engine::ScReadWithoutEvent). Thread 2's seq_cst load, run after it,
+// then cannot read the older 0. C++20 allows that read (thread 2 learns of
+// thread 1's load through relaxed accesses only, so S may put its load
+// first): the exhaustive search reports it; a random run samples only
+// executions whose SC order is the order it runs ("The SC order as
+// executed", docs/verification.md), and passes.
+struct ScFloorWithoutEvent : rl::test_suite<ScFloorWithoutEvent, 3> {
+  rl::atomic<int> x{0}, done{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      x.store(1, rl::mo_relaxed);
+    } else if (i == 1) {
+      const bool seen = x.load(rl::mo_relaxed) == 1;
+      if (seen) (void)x.load(rl::mo_seq_cst);
+      done.store(seen ? 2 : 1, rl::mo_relaxed);
+    } else {
+      int d;
+      while ((d = done.load(rl::mo_relaxed)) == 0) rl::yield(1);
+      if (d == 2) RL_ASSERT(x.load(rl::mo_seq_cst) == 1);
+    }
+  }
+};
+
+TEST_CASE("replay: a seq_cst load without an event raises the SC floor") {
+  rl::test_params rnd;
+  rnd.search_type = rl::sched_random;
+  rnd.iteration_count = 5000;
+  CHECK(rl::simulate<ScFloorWithoutEvent>(rnd));
+  CHECK(rnd.test_result == rl::test_result_success);
+  rl::test_params full;
+  full.search_type = rl::sched_full;
+  full.output_history = false;
+  CHECK(!rl::simulate<ScFloorWithoutEvent>(full));
+  CHECK(full.test_result == rl::test_result_user_assert_failed);
+}
+
 TEST_CASE("replay: a seqcount-style race replays from its state") {
   // Reuse of the string after a full search in a fresh process is the same
   // operation: the string encodes decision indices only.

@@ -996,6 +996,7 @@ class Engine {
   // making the event.
   bool ReadNeedsNoEvent(unsigned t, const Action& a) const;
   void ReadWithoutEvent(unsigned t, const Action& a);
+  void ScReadWithoutEvent(unsigned t, const Action& a);
   bool DrawSampled(size_t* idx);
   bool DrawThreadFirst(Action* out);
   bool DrawAllowed(size_t* idx, size_t refused = kNoneRefused);
@@ -4468,11 +4469,25 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
 // (fuzz_test_sc_check) and by replay_test's replays of random runs.
 inline bool Engine::ReadNeedsNoEvent(unsigned t, const Action& a) const {
   const Pending& op = threads_[t].op;
-  if (op.kind != OpKind::kLoad || op.mo == mo_seq_cst || track_porf_ ||
-      !sc_events_.empty() || !sc_fences_.empty() || mode_ != Mode::kRandom)
+  if (op.kind != OpKind::kLoad || track_porf_ || !sc_events_.empty() ||
+      !sc_fences_.empty() || mode_ != Mode::kRandom)
     return false;
+  // A seq_cst load only in the SC order as executed (no SC-order graph).
+  if (op.mo == mo_seq_cst) {
+#ifdef RL_SC_CHECK
+    // CrossCheckFloors() checks the SC order over the events: it needs
+    // every seq_cst one.
+    return false;
+#else
+    if (!sc_floors_) return false;
+#endif
+  }
   const Loc& l = locs_[op.loc];
-  return a.rf == l.chain_tip && !l.chain_sc;
+  if (a.rf != l.chain_tip) return false;
+  // A seq_cst head is walked for its SC edges (ExtendChain keeps no clock
+  // for it), which the SC order as executed does not use: a plain store's
+  // sequence is the store alone, its walk one step (ScReadWithoutEvent).
+  return !l.chain_sc || (sc_floors_ && events_[a.rf].kind != Kind::kRmw);
 }
 
 #ifdef RL_SC_CHECK
@@ -4494,13 +4509,39 @@ void Engine::CrossCheckUnevented(unsigned t, int loc, int lb) const {
 }
 #endif
 
+// ReadWithoutEvent()'s seq_cst cases, out of line: a seq_cst load (in the
+// SC order as executed: what Push() would do, RaiseFloors), and a plain
+// store with a seq_cst head (itself or its release fence), whose release
+// sequence Loc::chain_sync does not keep (ExtendChain):
+// WalkReleaseSequence's one step for a store.
+__attribute__((noinline)) void Engine::ScReadWithoutEvent(unsigned t,
+                                                          const Action& a) {
+  ThreadState& th = threads_[t];
+  Loc& l = locs_[th.op.loc];
+  Clock& into = IsAcq(th.op.mo) ? th.clock : th.acq_pending;
+  if (!l.chain_sc) {
+    if (l.chain_has) into.Join(l.chain_sync);
+  } else {
+    const Event& w = events_[a.rf];
+    if (w.rel && !Hb(a.rf, th.clock)) into.Join(w.post);
+    if (w.rel_fence >= 0 && !Hb(w.rel_fence, th.clock))
+      into.Join(events_[w.rel_fence].post);
+  }
+  if (th.op.mo == mo_seq_cst) {
+    floors_live_ = true;
+    RaiseFloor(l, a.rf);
+  }
+}
+
 // What the load's Build(), Push() and Commit() would leave besides the
 // event: the clocks it acquires (Build's memo path), the spin detection's
 // record of the read (Commit), the value, the step.
 void Engine::ReadWithoutEvent(unsigned t, const Action& a) {
   ThreadState& th = threads_[t];
   Loc& l = locs_[th.op.loc];
-  if (l.chain_has) {
+  if (l.chain_sc || th.op.mo == mo_seq_cst) [[unlikely]] {
+    ScReadWithoutEvent(t, a);
+  } else if (l.chain_has) {
     if (IsAcq(th.op.mo))
       th.clock.Join(l.chain_sync);
     else
