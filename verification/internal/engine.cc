@@ -4462,11 +4462,13 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
 // it, is known there too). The event would serve only the trace (a
 // replay makes it), a race with a later free (ReadWithoutEvent keeps what
 // that needs, as for an rl::var access), and the SC order, which this
-// load does not enter: not seq_cst, no SC-order graph (the SC order as
-// executed, the default; so ScAllows() keeps no probe), no walk of the
-// release sequence (the newest write's memo is valid and has no seq_cst
-// head). Checked by RL_SC_CHECK's CrossCheckUnevented()
-// (fuzz_test_sc_check) and by replay_test's replays of random runs.
+// load does not enter: no SC-order graph and no SC fence (the SC order as
+// executed, the default, has neither; so ScAllows() keeps no probe), not
+// seq_cst but under that order (where only its floor counts), no walk of
+// the release sequence (the newest write's memo is valid, or it is a
+// store, whose walk is one step). Checked by RL_SC_CHECK's
+// CrossCheckUnevented() (fuzz_test_sc_check), by replay_test's replays of
+// random runs and by fuzz_test's random searches against the oracle.
 inline bool Engine::ReadNeedsNoEvent(unsigned t, const Action& a) const {
   const Pending& op = threads_[t].op;
   if (op.kind != OpKind::kLoad || track_porf_ || !sc_events_.empty() ||
