@@ -122,18 +122,30 @@ struct TornSeqlock : rl::test_suite<TornSeqlock, 2> {
   }
 };
 
+// A random search of Suite from `seed` that must fail with `result`, and
+// the replay of its failure (CheckReplay). Returns the trace; the failing
+// execution's number in *stop_iteration if asked.
+template <typename Suite>
+std::string RandomFailureReplayed(
+    unsigned long long seed, unsigned long long iterations,
+    rl::test_result_e result, unsigned long long* stop_iteration = nullptr) {
+  std::ostringstream out1;
+  rl::test_params p1;
+  p1.output_stream = &out1;
+  p1.search_type = rl::sched_random;
+  p1.iteration_count = iterations;
+  p1.seed = seed;
+  CHECK(!rl::simulate<Suite>(p1));
+  CHECK(p1.test_result == result);
+  if (stop_iteration != nullptr) *stop_iteration = p1.stop_iteration;
+  return CheckReplay<Suite>(p1, out1.str());
+}
+
 TEST_CASE("replay: a random run's events left unmade replay the same") {
   for (unsigned long long seed = 1; seed <= 8; ++seed) {
     CAPTURE(seed);
-    std::ostringstream out1;
-    rl::test_params p1;
-    p1.output_stream = &out1;
-    p1.search_type = rl::sched_random;
-    p1.iteration_count = 100000;
-    p1.seed = seed;
-    CHECK(!rl::simulate<TornSeqlock>(p1));
-    CHECK(p1.test_result == rl::test_result_user_assert_failed);
-    const std::string trace = CheckReplay<TornSeqlock>(p1, out1.str());
+    const std::string trace = RandomFailureReplayed<TornSeqlock>(
+        seed, 100000, rl::test_result_user_assert_failed);
     // The trace has the events the random run did not make.
     CHECK(trace.find("main: store(seq_cst)") != std::string::npos);
     CHECK(trace.find("main: store(release)") != std::string::npos);
@@ -175,16 +187,10 @@ TEST_CASE("replay: a random run's load without an event races with a free") {
   using Racy = FreeAfterRead<rl::mo_relaxed, rl::mo_relaxed>;
   for (unsigned long long seed = 1; seed <= 8; ++seed) {
     CAPTURE(seed);
-    std::ostringstream out1;
-    rl::test_params p1;
-    p1.output_stream = &out1;
-    p1.search_type = rl::sched_random;
-    p1.iteration_count = 1000;
-    p1.seed = seed;
-    CHECK(!rl::simulate<Racy>(p1));
-    CHECK(p1.test_result == rl::test_result_access_to_freed_memory);
-    CHECK(p1.stop_iteration == 1);  // every execution has the race
-    const std::string trace = CheckReplay<Racy>(p1, out1.str());
+    unsigned long long stop = 0;
+    const std::string trace = RandomFailureReplayed<Racy>(
+        seed, 1000, rl::test_result_access_to_freed_memory, &stop);
+    CHECK(stop == 1);  // every execution has the race
     // The replay makes the load and names it.
     CHECK(trace.find("thread 0: load(relaxed)") != std::string::npos);
     CHECK(trace.find("is not ordered before") != std::string::npos);
