@@ -127,8 +127,8 @@ struct TornSeqlock : rl::test_suite<TornSeqlock, 2> {
 // execution's number in *stop_iteration if asked.
 template <typename Suite>
 std::string RandomFailureReplayed(
-    unsigned long long seed, unsigned long long iterations,
-    rl::test_result_e result, unsigned long long* stop_iteration = nullptr) {
+    unsigned long long seed, unsigned iterations, rl::test_result_e result,
+    unsigned long long* stop_iteration = nullptr) {
   std::ostringstream out1;
   rl::test_params p1;
   p1.output_stream = &out1;
