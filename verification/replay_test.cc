@@ -203,16 +203,15 @@ TEST_CASE("replay: a random run's load without an event races with a free") {
   CHECK(p.test_result == rl::test_result_success);
 }
 
-// Thread 1 reads x's store relaxed, then again seq_cst (and says so in
-// done): the second load has
-// one write to read, so a random run makes no event for it, but as a
-// seq_cst load it still raises x's floor of the SC order as executed
-// (Engine::ScReadWithoutEvent). Thread 2's seq_cst load, run after it,
-// then cannot read the older 0. C++20 allows that read (thread 2 learns of
-// thread 1's load through relaxed accesses only, so S may put its load
-// first): the exhaustive search reports it; a random run samples only
-// executions whose SC order is the order it runs ("The SC order as
-// executed", docs/verification.md), and passes.
+// Thread 1 reads x's store relaxed, then again seq_cst, and says so in
+// done. Its second load has one write to read, so a random run makes no
+// event for it, but as a seq_cst load it still raises x's floor of the SC
+// order as executed (Engine::ScReadWithoutEvent). Thread 2's seq_cst load,
+// run after it, then cannot read the older 0. C++20 allows that read
+// (thread 2 learns of thread 1's load through relaxed accesses only, so S
+// may put its load first): the exhaustive search reports it; a random run
+// samples only executions whose SC order is the order it runs ("The SC
+// order as executed", docs/verification.md), and passes.
 struct ScFloorWithoutEvent : rl::test_suite<ScFloorWithoutEvent, 3> {
   rl::atomic<int> x{0}, done{0};
   void thread(unsigned i) {
