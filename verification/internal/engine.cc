@@ -994,9 +994,17 @@ class Engine {
   // A random run's load that reads the only write it may read and needs no
   // event (Action::no_event): Place() calls ReadWithoutEvent() instead of
   // making the event.
-  bool ReadNeedsNoEvent(unsigned t, const Action& a) const;
+  bool ReadNeedsNoEvent(unsigned t) const;
   void ReadWithoutEvent(unsigned t, const Action& a);
   void ScReadWithoutEvent(unsigned t, const Action& a);
+  // What a load acquires from the release sequence it read: into the
+  // thread's clock (acquire), or kept for its next acquire fence (Commit).
+  static void AcquireRead(ThreadState& th, const Clock& released) {
+    if (IsAcq(th.op.mo))
+      th.clock.Join(released);
+    else
+      th.acq_pending.Join(released);
+  }
   bool DrawSampled(size_t* idx);
   bool DrawThreadFirst(Action* out);
   bool DrawAllowed(size_t* idx, size_t refused = kNoneRefused);
@@ -1160,16 +1168,13 @@ class Engine {
     }
     const int seen = SeenPosition(loc, c);
     // Until a thread's seq_cst event runs there is no floor: one load here.
-    if (floors_live_) [[unlikely]] {
+    int lb = seen;
+    if (floors_live_) [[unlikely]]
+      lb = std::max(seen, ScFloor(t, loc));
 #ifdef RL_SC_CHECK
-      CrossCheckUnevented(t, loc, std::max(seen, ScFloor(t, loc)));
+    CrossCheckUnevented(t, loc, lb);
 #endif
-      return std::max(seen, ScFloor(t, loc));
-    }
-#ifdef RL_SC_CHECK
-    CrossCheckUnevented(t, loc, seen);
-#endif
-    return seen;
+    return lb;
   }
 #ifdef RL_SC_CHECK
   void CrossCheckUnevented(unsigned t, int loc, int lb) const;
@@ -1233,7 +1238,13 @@ class Engine {
   // Adds the last event of events_ to the graph (its location, SC order).
   void Push(const Built& b);
   void ExtendChain(Loc& l, const Event& e, int id) const;
-  void WalkReleaseSequence(const Event& w, const Event& e, Built& b) const;
+  // A read of write rf takes its release sequence's clocks from l's memo
+  // (Loc::chain_sync) rather than walking it (WalkReleaseSequence): rf is
+  // the newest write, its sequence is known and has no seq_cst head.
+  static bool MemoHolds(const Loc& l, int rf) {
+    return rf == l.chain_tip && !l.chain_sc;
+  }
+  void WalkReleaseSequence(const Event& w, const Clock& known, Built& b) const;
 #ifdef RL_SC_CHECK
   void CrossCheckChain(const Event& w, const Event& e, const Built& b) const;
 #endif
@@ -3052,12 +3063,14 @@ void Engine::StampLocal(unsigned t, Event& e) const {
   e.porf.set(t, e.idx);
 }
 
-// The release heads and fences of w's release sequence that reader e
-// does not know yet, joined into b.sync; the seq_cst ones into b.sc_src.
+// The release heads and fences of w's release sequence that a reader whose
+// clock is `known` does not know yet, joined into b.sync; the seq_cst ones
+// into b.sc_src.
 // The release sequence (C++20: the write and the chain of RMWs reading
 // from it): each release head, or each release fence before a head,
-// synchronizes. A head or fence that already happens before this
-// thread's point (e.post is still its clock before this event) is known
+// synchronizes. A head or fence that already happens before the reader's
+// point (`known`: a read event's post, still its clock before the event,
+// or the thread's clock) is known
 // with all it knew: its clock is not joined. Only the chain's heads and
 // writes after release fences matter: the walk follows rel_link. It
 // stops after an acquire and release RMW H: H joined every earlier head's
@@ -3070,16 +3083,16 @@ void Engine::StampLocal(unsigned t, Event& e) const {
 // else only if the execution has no SC event yet (then no head or fence
 // on the walk is SC).
 __attribute__((always_inline)) inline void Engine::WalkReleaseSequence(
-    const Event& w, const Event& e, Built& b) const {
+    const Event& w, const Clock& known, Built& b) const {
   for (int h = w.rel_link; h >= 0;) {
     const Event& H = events_[h];
     if (H.rel) {
-      if (!Hb(h, e.post)) b.AddSync(H.post);
+      if (!Hb(h, known)) b.AddSync(H.post);
       if (H.sc) b.sc_src.push_back(h);
     }
     if (H.rel_fence >= 0) {
       const Event& F = events_[H.rel_fence];
-      if (!Hb(H.rel_fence, e.post)) b.AddSync(F.post);
+      if (!Hb(H.rel_fence, known)) b.AddSync(F.post);
       if (F.sc) b.sc_src.push_back(H.rel_fence);
     }
     if (H.kind != Kind::kRmw) break;
@@ -3129,7 +3142,7 @@ void Engine::ExtendChain(Loc& l, const Event& e, int id) const {
 void Engine::CrossCheckChain(const Event& w, const Event& e,
                              const Built& b) const {
   Built walked;
-  WalkReleaseSequence(w, e, walked);
+  WalkReleaseSequence(w, e.post, walked);
   Clock by_memo = e.post, by_walk = e.post;
   if (b.has_sync) by_memo.Join(b.sync);
   if (walked.has_sync) by_walk.Join(walked.sync);
@@ -3211,13 +3224,13 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
     // the walk lists): its joined clocks (Loc::chain_sync), which give the
     // walk's result (a clock the walk skips is one e.post already has, or
     // one an acquire-release head joined).
-    if (const Loc& l = locs_[op.loc]; a.rf == l.chain_tip && !l.chain_sc) {
+    if (const Loc& l = locs_[op.loc]; MemoHolds(l, a.rf)) {
       if (l.chain_has) b.AddSync(l.chain_sync);
 #ifdef RL_SC_CHECK
       CrossCheckChain(w, e, b);
 #endif
     } else {
-      WalkReleaseSequence(w, e, b);
+      WalkReleaseSequence(w, e.post, b);
     }
     if (e.acq && b.has_sync) e.post.Join(b.sync);
   }
@@ -3963,7 +3976,7 @@ Action Engine::DirectAction(unsigned t, const DirectRange& r, size_t j) const {
   p = static_cast<int>(l.mo.size()) - 1;
   if (op.kind == OpKind::kLoad) {  // a load reads any write (ReadableBy)
     a.rf = l.mo[p - static_cast<int>(j)];
-    a.no_event = r.n == 1 && ReadNeedsNoEvent(t, a);
+    a.no_event = r.n == 1 && ReadNeedsNoEvent(t);
     return a;
   }
   if (op.kind == OpKind::kCas) {
@@ -4464,32 +4477,34 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
 // that needs, as for an rl::var access), and the SC order, which this
 // load does not enter: no SC-order graph and no SC fence (the SC order as
 // executed, the default, has neither; so ScAllows() keeps no probe), not
-// seq_cst but under that order (where only its floor counts), no walk of
-// the release sequence (the newest write's memo is valid, or it is a
-// store, whose walk is one step). Checked by RL_SC_CHECK's
-// CrossCheckUnevented() (fuzz_test_sc_check), by replay_test's replays of
-// random runs and by fuzz_test's random searches against the oracle.
-inline bool Engine::ReadNeedsNoEvent(unsigned t, const Action& a) const {
+// seq_cst but under that order (where only its floor counts). Its release
+// sequence is acquired as Build() does, from the memo or by the walk (for
+// a store with a seq_cst head; the walk's seq_cst heads serve only
+// SC-order edges, of which there are none). Checked by
+// RL_SC_CHECK's CrossCheckUnevented() (fuzz_test_sc_check), by
+// replay_test's replays of random runs and by fuzz_test's random searches
+// against the oracle.
+inline bool Engine::ReadNeedsNoEvent(unsigned t) const {
   const Pending& op = threads_[t].op;
   if (op.kind != OpKind::kLoad || track_porf_ || !sc_events_.empty() ||
       !sc_fences_.empty() || mode_ != Mode::kRandom)
     return false;
-  // A seq_cst load only in the SC order as executed (no SC-order graph).
-  if (op.mo == mo_seq_cst) {
+    // A seq_cst load only in the SC order as executed (no SC-order graph).
 #ifdef RL_SC_CHECK
-    // CrossCheckFloors() checks the SC order over the events: it needs
-    // every seq_cst one.
-    return false;
+  // CrossCheckFloors() checks the SC order over the events: it needs every
+  // seq_cst one.
+  if (op.mo == mo_seq_cst) return false;
 #else
-    if (!sc_floors_) return false;
+  if (op.mo == mo_seq_cst && !sc_floors_) return false;
 #endif
-  }
+  // The release sequence from the memo, or, under that order, a store's
+  // with a seq_cst head (a one-step walk). Taking any walked sequence
+  // instead (seq_cst RMW chains too) made fuzz_test's random outcomes
+  // leave the exhaustive search's: not understood, so not done.
   const Loc& l = locs_[op.loc];
-  if (a.rf != l.chain_tip) return false;
-  // A seq_cst head is walked for its SC edges (ExtendChain keeps no clock
-  // for it), which the SC order as executed does not use: a plain store's
-  // sequence is the store alone, its walk one step (ScReadWithoutEvent).
-  return !l.chain_sc || (sc_floors_ && events_[a.rf].kind != Kind::kRmw);
+  const int rf = l.mo.back();  // the one write it reads (DirectAction)
+  if (rf != l.chain_tip) return false;
+  return !l.chain_sc || (sc_floors_ && events_[rf].kind != Kind::kRmw);
 }
 
 #ifdef RL_SC_CHECK
@@ -4511,23 +4526,23 @@ void Engine::CrossCheckUnevented(unsigned t, int loc, int lb) const {
 }
 #endif
 
-// ReadWithoutEvent()'s seq_cst cases, out of line: a seq_cst load (in the
-// SC order as executed: what Push() would do, RaiseFloors), and a plain
-// store with a seq_cst head (itself or its release fence), whose release
-// sequence Loc::chain_sync does not keep (ExtendChain):
-// WalkReleaseSequence's one step for a store.
+// ReadWithoutEvent()'s cases other than the memo, out of line: a release
+// sequence walked as Build() walks it (its seq_cst heads, b.sc_src, serve
+// only SC-order edges, and there is no SC-order graph), and a seq_cst
+// load's floor (in the SC order as executed: what Push() would do,
+// RaiseFloors).
 __attribute__((noinline)) void Engine::ScReadWithoutEvent(unsigned t,
                                                           const Action& a) {
   ThreadState& th = threads_[t];
   Loc& l = locs_[th.op.loc];
-  Clock& into = IsAcq(th.op.mo) ? th.clock : th.acq_pending;
-  if (!l.chain_sc) {
-    if (l.chain_has) into.Join(l.chain_sync);
+  if (MemoHolds(l, a.rf)) {
+    if (l.chain_has) AcquireRead(th, l.chain_sync);
   } else {
-    const Event& w = events_[a.rf];
-    if (w.rel && !Hb(a.rf, th.clock)) into.Join(w.post);
-    if (w.rel_fence >= 0 && !Hb(w.rel_fence, th.clock))
-      into.Join(events_[w.rel_fence].post);
+    Built& b = built_;
+    b.has_sync = false;
+    b.sc_src.clear();
+    WalkReleaseSequence(events_[a.rf], th.clock, b);
+    if (b.has_sync) AcquireRead(th, b.sync);
   }
   if (th.op.mo == mo_seq_cst) {
     floors_live_ = true;
@@ -4541,14 +4556,10 @@ __attribute__((noinline)) void Engine::ScReadWithoutEvent(unsigned t,
 void Engine::ReadWithoutEvent(unsigned t, const Action& a) {
   ThreadState& th = threads_[t];
   Loc& l = locs_[th.op.loc];
-  if (l.chain_sc || th.op.mo == mo_seq_cst) [[unlikely]] {
+  if (!MemoHolds(l, a.rf) || th.op.mo == mo_seq_cst) [[unlikely]]
     ScReadWithoutEvent(t, a);
-  } else if (l.chain_has) {
-    if (IsAcq(th.op.mo))
-      th.clock.Join(l.chain_sync);
-    else
-      th.acq_pending.Join(l.chain_sync);
-  }
+  else if (l.chain_has)
+    AcquireRead(th, l.chain_sync);
   const Event& w = events_[a.rf];
   th.cur_reads.push_back({th.op.loc, w.wval, a.rf});
   l.unevented_mask |= uint64_t{1} << t;
