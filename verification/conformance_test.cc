@@ -508,10 +508,7 @@ struct TasHandoff : rl::test_suite<TasHandoff, 2> {
 };
 TEST_CASE("spin: sampled runs of an RMW spin complete") {
   rl::test_params p;
-  p.search_type = rl::sched_random;
-  p.iteration_count = 1000;
-  CHECK(rl::simulate<TasHandoff>(p));
-  CHECK(p.test_result == rl::test_result_success);
+  CHECK(rl_test::RunRandom<TasHandoff>(1000, &p) == rl::test_result_success);
   // Complete executions, not pruned ones, carry the check.
   CHECK(p.executions >= 990);
   MESSAGE(p.executions << " complete, " << p.blocked_executions << " pruned");

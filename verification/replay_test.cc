@@ -9,6 +9,7 @@
 
 #include "doctest/doctest.h"
 #include "relacy/relacy.hpp"
+#include "test_support.h"
 
 namespace {
 
@@ -196,11 +197,7 @@ TEST_CASE("replay: a random run's load without an event races with a free") {
     CHECK(trace.find("is not ordered before") != std::string::npos);
   }
   using Ordered = FreeAfterRead<rl::mo_release, rl::mo_acquire>;
-  rl::test_params p;
-  p.search_type = rl::sched_random;
-  p.iteration_count = 2000;
-  CHECK(rl::simulate<Ordered>(p));
-  CHECK(p.test_result == rl::test_result_success);
+  CHECK(rl_test::RunRandom<Ordered>(2000) == rl::test_result_success);
 }
 
 // Thread 1 reads x's store relaxed, then again seq_cst, and says so in
@@ -230,16 +227,10 @@ struct ScFloorWithoutEvent : rl::test_suite<ScFloorWithoutEvent, 3> {
 };
 
 TEST_CASE("replay: a seq_cst load without an event raises the SC floor") {
-  rl::test_params rnd;
-  rnd.search_type = rl::sched_random;
-  rnd.iteration_count = 5000;
-  CHECK(rl::simulate<ScFloorWithoutEvent>(rnd));
-  CHECK(rnd.test_result == rl::test_result_success);
-  rl::test_params full;
-  full.search_type = rl::sched_full;
-  full.output_history = false;
-  CHECK(!rl::simulate<ScFloorWithoutEvent>(full));
-  CHECK(full.test_result == rl::test_result_user_assert_failed);
+  CHECK(rl_test::RunRandom<ScFloorWithoutEvent>(5000) ==
+        rl::test_result_success);
+  CHECK(rl_test::RunFull<ScFloorWithoutEvent>() ==
+        rl::test_result_user_assert_failed);
 }
 
 TEST_CASE("replay: a seqcount-style race replays from its state") {

@@ -3,11 +3,12 @@
 // translation units): run a suite exhaustively and compare verdicts by
 // Relacy's result strings. Test-only; not part of the checker.
 //
-// RunFull<T>() is always available. Full<T>() and VERDICT(R, Suite...)
-// also log the verdict with doctest's MESSAGE and are defined only when
-// doctest/doctest.h was included first. Include relacy/relacy.hpp (or
-// relacy_std.hpp / relacy_cli.hpp / windows.h) from the checker library
-// the test links: //verification:relacy or :relacy_wide, never both.
+// RunFull<T>() and RunRandom<T>() are always available. Full<T>() and
+// VERDICT(R, Suite...) also log the verdict with doctest's MESSAGE and are
+// defined only when doctest/doctest.h was included first. Include
+// relacy/relacy.hpp (or relacy_std.hpp / relacy_cli.hpp / windows.h) from the
+// checker library the test links: //verification:relacy or :relacy_wide, never
+// both.
 #ifndef PERCPU_VERIFICATION_TEST_SUPPORT_H_
 #define PERCPU_VERIFICATION_TEST_SUPPORT_H_
 
@@ -17,6 +18,10 @@
 #include "relacy/relacy.hpp"
 
 namespace rl_test {
+
+template <typename T>
+rl::test_result_e RunWith(rl::test_params p, rl::test_params* out,
+                          std::string* trace_out);
 
 // Explores T exhaustively (sched_full) and returns its verdict. The trace
 // of a failing execution, and anything else the run prints, is kept out of
@@ -29,6 +34,24 @@ rl::test_result_e RunFull(rl::test_params* out = nullptr,
                           const rl::test_params& base = rl::test_params()) {
   rl::test_params p = base;
   p.search_type = rl::sched_full;
+  return RunWith<T>(p, out, trace_out);
+}
+
+// As RunFull, with Relacy's random search of `iterations` executions.
+template <typename T>
+rl::test_result_e RunRandom(unsigned iterations, rl::test_params* out = nullptr,
+                            std::string* trace_out = nullptr,
+                            const rl::test_params& base = rl::test_params()) {
+  rl::test_params p = base;
+  p.search_type = rl::sched_random;
+  p.iteration_count = iterations;
+  return RunWith<T>(p, out, trace_out);
+}
+
+// RunFull's and RunRandom's run of T with parameters p.
+template <typename T>
+rl::test_result_e RunWith(rl::test_params p, rl::test_params* out,
+                          std::string* trace_out) {
   p.print_summary = false;
   std::ostringstream trace;
   p.output_stream = &trace;
