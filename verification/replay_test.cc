@@ -233,6 +233,38 @@ TEST_CASE("replay: a seq_cst load without an event raises the SC floor") {
         rl::test_result_user_assert_failed);
 }
 
+// Thread 2's seq_cst load reads thread 1's relaxed x = 1 and raises x's
+// SC floor there; thread 0's seq_cst load then has one write to read, the
+// floor's, though thread 0 has not seen it. The floor bounds only later
+// seq_cst accesses: thread 0's relaxed re-read (and thread 3's, which
+// learns of thread 0's load through y) is bounded by what the load itself
+// added to the reader's coherence, so the load must make its event. Until
+// it did, a random run reported r1 == 1, r2 == 0 (read-read coherence,
+// [intro.races]/16, forbids it; the replay, which makes every event, then
+// passed).
+struct ScFloorAlone : rl::test_suite<ScFloorAlone, 4> {
+  rl::atomic<int> x{0}, y{0};
+  void thread(unsigned i) {
+    if (i == 0) {
+      const int r1 = x.load(rl::mo_seq_cst);
+      y.store(r1, rl::mo_release);
+      const int r2 = x.load(rl::mo_relaxed);
+      RL_ASSERT(!(r1 == 1 && r2 == 0));
+    } else if (i == 1) {
+      x.store(1, rl::mo_relaxed);
+    } else if (i == 2) {
+      (void)x.load(rl::mo_seq_cst);
+    } else if (y.load(rl::mo_acquire) == 1) {
+      RL_ASSERT(x.load(rl::mo_relaxed) == 1);
+    }
+  }
+};
+
+TEST_CASE("replay: a seq_cst load held by the SC floor alone makes its event") {
+  CHECK(rl_test::RunRandom<ScFloorAlone>(20000) == rl::test_result_success);
+  CHECK(rl_test::RunFull<ScFloorAlone>() == rl::test_result_success);
+}
+
 TEST_CASE("replay: a seqcount-style race replays from its state") {
   // Reuse of the string after a full search in a fresh process is the same
   // operation: the string encodes decision indices only.

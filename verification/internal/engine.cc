@@ -4504,7 +4504,23 @@ inline bool Engine::ReadNeedsNoEvent(unsigned t) const {
   const Loc& l = locs_[op.loc];
   const int rf = l.mo.back();  // the one write it reads (DirectAction)
   if (rf != l.chain_tip) return false;
-  return !l.chain_sc || (sc_floors_ && events_[rf].kind != Kind::kRmw);
+  if (l.chain_sc && !(sc_floors_ && events_[rf].kind != Kind::kRmw))
+    return false;
+  // A seq_cst load's bound may be the SC floor alone (ScFloor: another
+  // thread's seq_cst access read or wrote the newest write). The floor
+  // bounds only later seq_cst accesses; this thread's later relaxed load,
+  // or one by a thread that knows this load, is bounded by what the event
+  // would have added to its coherence (SeenPosition). So the load is
+  // skipped only when the thread has seen the newest write already.
+  // Until this check, thread 0's r1 = x.load(seq_cst) after thread 2 read
+  // thread 1's relaxed x = 1, then r2 = x.load(relaxed), gave r1 == 1,
+  // r2 == 0 (conformance_test "coherence: a seq_cst load held by the SC
+  // floor alone").
+  if (op.mo == mo_seq_cst && !Hb(rf, threads_[t].clock) &&
+      SeenPosition(op.loc, threads_[t].clock) !=
+          static_cast<int>(l.mo.size()) - 1)
+    return false;
+  return true;
 }
 
 #ifdef RL_SC_CHECK
