@@ -4478,9 +4478,8 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
 // load does not enter: no SC-order graph and no SC fence (the SC order as
 // executed, the default, has neither; so ScAllows() keeps no probe), not
 // seq_cst but under that order (where only its floor counts). Its release
-// sequence is acquired as Build() does, from the memo or by the walk (for
-// a store with a seq_cst head; the walk's seq_cst heads serve only
-// SC-order edges, of which there are none). Checked by
+// sequence is acquired as Build() does, from the memo or by the walk.
+// Checked by
 // RL_SC_CHECK's CrossCheckUnevented() (fuzz_test_sc_check), by
 // replay_test's replays of random runs and by fuzz_test's random searches
 // against the oracle.
@@ -4497,25 +4496,23 @@ inline bool Engine::ReadNeedsNoEvent(unsigned t) const {
 #else
   if (op.mo == mo_seq_cst && !sc_floors_) return false;
 #endif
-  // The release sequence from the memo, or, under that order, a store's
-  // with a seq_cst head (a one-step walk). Taking any walked sequence
-  // instead (seq_cst RMW chains too) made fuzz_test's random outcomes
-  // leave the exhaustive search's: not understood, so not done.
+  // Any release sequence: from the memo, or walked as Build() walks it
+  // (ScReadWithoutEvent; its seq_cst heads serve only SC-order edges, and
+  // there is no SC-order graph here).
   const Loc& l = locs_[op.loc];
   const int rf = l.mo.back();  // the one write it reads (DirectAction)
-  if (rf != l.chain_tip) return false;
-  if (l.chain_sc && !(sc_floors_ && events_[rf].kind != Kind::kRmw))
-    return false;
   // A seq_cst load's bound may be the SC floor alone (ScFloor: another
   // thread's seq_cst access read or wrote the newest write). The floor
   // bounds only later seq_cst accesses; this thread's later relaxed load,
   // or one by a thread that knows this load, is bounded by what the event
   // would have added to its coherence (SeenPosition). So the load is
   // skipped only when the thread has seen the newest write already.
-  // Until this check, thread 0's r1 = x.load(seq_cst) after thread 2 read
-  // thread 1's relaxed x = 1, then r2 = x.load(relaxed), gave r1 == 1,
-  // r2 == 0 (conformance_test "coherence: a seq_cst load held by the SC
-  // floor alone").
+  // Without this check, r1 = x.load(seq_cst) after another thread's
+  // seq_cst load read a relaxed x = 1, then r2 = x.load(relaxed), gave
+  // r1 == 1, r2 == 0 (replay_test "a seq_cst load held by the SC floor
+  // alone makes its event"); and when loads of RMW chains were skipped
+  // too, fuzz_test's random outcomes left the exhaustive search's (a CAS
+  // after such a load read an older write).
   if (op.mo == mo_seq_cst && !Hb(rf, threads_[t].clock) &&
       SeenPosition(op.loc, threads_[t].clock) !=
           static_cast<int>(l.mo.size()) - 1)
