@@ -305,6 +305,9 @@ struct Event {
   // The thread clock at the event before acquiring: only the reference SC
   // check reads it for events other than the one being pushed (PreOf()).
   Clock pre{Clock::NoInit{}};
+  // A seq_cst load a random run of the plain build makes no event for
+  // (Action::check_unevented): SeenPosition() checks no bound needs it.
+  bool check_unevented = false;
 #endif
   debug_info info;
 };
@@ -527,6 +530,12 @@ struct Action {
   // A random run's load that makes no event: set by DirectAction() where
   // Engine::ReadNeedsNoEvent(), taken by Place().
   bool no_event = false;
+#ifdef RL_SC_CHECK
+  // A seq_cst load that makes its event here only because
+  // CrossCheckFloors() needs every seq_cst event: the plain build's
+  // no_event (ReadSkippable()).
+  bool check_unevented = false;
+#endif
   unsigned value = 0;  // rand
 };
 
@@ -995,6 +1004,9 @@ class Engine {
   // event (Action::no_event): Place() calls ReadWithoutEvent() instead of
   // making the event.
   bool ReadNeedsNoEvent(unsigned t) const;
+  // ReadNeedsNoEvent() without the RL_SC_CHECK build's exception for
+  // seq_cst loads.
+  bool ReadSkippable(unsigned t) const;
   void ReadWithoutEvent(unsigned t, const Action& a);
   void ScReadWithoutEvent(unsigned t, const Action& a);
   // What a load acquires from the release sequence it read: into the
@@ -2954,18 +2966,31 @@ int Engine::SeenPosition(int loc, const Clock& c) const {
     if (seen == newest) break;
   }
 #ifdef RL_SC_CHECK
-  // The reference: every access to loc that happens before c.
-  int all = 0;
+  // The reference: every access to loc that happens before c; and the
+  // same without the seq_cst loads a plain build's random run makes no
+  // event for (Event::check_unevented), which must give the same.
+  int all = 0, evented = 0;
   for (int id : l.acc) {
     const Event& ev = events_[id];
     if (c.get(ev.tid) < ev.idx) continue;
-    if (ev.writes) all = std::max(all, ev.mo_pos);
-    if (ev.reads) all = std::max(all, events_[ev.rf].mo_pos);
+    int pos = 0;
+    if (ev.writes) pos = ev.mo_pos;
+    if (ev.reads) pos = std::max(pos, events_[ev.rf].mo_pos);
+    all = std::max(all, pos);
+    if (!ev.check_unevented) evented = std::max(evented, pos);
   }
   if (all != seen) {
     std::fprintf(stderr,
                  "RL_SC_CHECK: SeenPosition(%s) is %d, the accesses say %d\n",
                  LocStr(loc).c_str(), seen, all);
+    std::abort();
+  }
+  if (evented != all) {
+    std::fprintf(stderr,
+                 "RL_SC_CHECK: a seq_cst load of %s that makes no event "
+                 "outside this check raised a lower bound (%d, %d without "
+                 "it)\n",
+                 LocStr(loc).c_str(), all, evented);
     std::abort();
   }
 #endif
@@ -3201,6 +3226,9 @@ void Engine::Build(unsigned t, const Pending& op, const Action& a, Event& e,
       break;
   }
   e.mo = mo;
+#ifdef RL_SC_CHECK
+  e.check_unevented = a.check_unevented;
+#endif
   e.acq = e.reads && IsAcq(mo);
   e.rel = e.writes && IsRel(mo);
   e.sc = mo == mo_seq_cst && !MainOutsideThreads(t);
@@ -3977,6 +4005,10 @@ Action Engine::DirectAction(unsigned t, const DirectRange& r, size_t j) const {
   if (op.kind == OpKind::kLoad) {  // a load reads any write (ReadableBy)
     a.rf = l.mo[p - static_cast<int>(j)];
     a.no_event = r.n == 1 && ReadNeedsNoEvent(t);
+#ifdef RL_SC_CHECK
+    a.check_unevented =
+        r.n == 1 && op.mo == mo_seq_cst && !a.no_event && ReadSkippable(t);
+#endif
     return a;
   }
   if (op.kind == OpKind::kCas) {
@@ -4484,18 +4516,23 @@ __attribute__((flatten)) void Engine::Place(const Action& a) {
 // replay_test's replays of random runs and by fuzz_test's random searches
 // against the oracle.
 inline bool Engine::ReadNeedsNoEvent(unsigned t) const {
+#ifdef RL_SC_CHECK
+  // CrossCheckFloors() checks the SC order over the events: it needs every
+  // seq_cst one. Such a load's event is marked instead
+  // (Event::check_unevented), and SeenPosition() checks that no bound
+  // needs it.
+  if (threads_[t].op.mo == mo_seq_cst) return false;
+#endif
+  return ReadSkippable(t);
+}
+
+inline bool Engine::ReadSkippable(unsigned t) const {
   const Pending& op = threads_[t].op;
   if (op.kind != OpKind::kLoad || track_porf_ || !sc_events_.empty() ||
       !sc_fences_.empty() || mode_ != Mode::kRandom)
     return false;
-    // A seq_cst load only in the SC order as executed (no SC-order graph).
-#ifdef RL_SC_CHECK
-  // CrossCheckFloors() checks the SC order over the events: it needs every
-  // seq_cst one.
-  if (op.mo == mo_seq_cst) return false;
-#else
+  // A seq_cst load only in the SC order as executed (no SC-order graph).
   if (op.mo == mo_seq_cst && !sc_floors_) return false;
-#endif
   // Any release sequence: from the memo, or walked as Build() walks it
   // (ScReadWithoutEvent; its seq_cst heads serve only SC-order edges, and
   // there is no SC-order graph here).
