@@ -4602,7 +4602,10 @@ __attribute__((noinline)) void Engine::ScReadWithoutEvent(unsigned t,
 
 // What the load's Build(), Push() and Commit() would leave besides the
 // event: the clocks it acquires (Build's memo path), the spin detection's
-// record of the read (Commit), the value, the step.
+// record of the read (Commit), the value, the step. Commit()'s check of a
+// spin iteration run on (ThreadState::continuing) is not needed: a thread
+// running on takes its actions from RunningOnActions(), never from
+// DirectAction(), so its loads always make events.
 void Engine::ReadWithoutEvent(unsigned t, const Action& a) {
   ThreadState& th = threads_[t];
   Loc& l = locs_[th.op.loc];
